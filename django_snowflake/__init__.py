@@ -1,0 +1,72 @@
+"""Snowflake primary keys for Django: 64-bit, time-ordered, unique across every app server.
+
+Importing this package touches neither the settings nor the app registry, so it is safe to
+import from ``settings.py``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .generator import SnowflakeGenerator
+    from .layout import SnowflakeParts
+
+__all__ = ["decode", "generate", "generate_many", "get_generator", "max_id_for", "min_id_for"]
+__version__ = "0.1.0"
+
+
+def get_generator() -> SnowflakeGenerator:
+    """The process-local generator; its worker slot is claimed at the first ID.
+
+    Raises ``ImproperlyConfigured`` when ``settings.SNOWFLAKE`` is invalid.
+    """
+    from .runtime import get_generator
+
+    return get_generator()
+
+
+def generate() -> int:
+    """The next ID from the process-local generator (the default of every Snowflake field)."""
+    return get_generator().next_id()
+
+
+def generate_many(n: int) -> list[int]:
+    """``n`` strictly increasing IDs from the process-local generator, under one lock."""
+    return get_generator().next_ids(n)
+
+
+def decode(value: int | str) -> SnowflakeParts:
+    """The fields of an ID under the configured layout.
+
+    Accepts an ``int`` or a string of digits; raises
+    :class:`~django_snowflake.exceptions.InvalidSnowflake` (a ``ValueError``) otherwise.
+    """
+    from .conf import get_layout
+
+    return get_layout().decompose(value)
+
+
+def _aware(dt: datetime) -> datetime:
+    from django.utils import timezone
+
+    return timezone.make_aware(dt) if timezone.is_naive(dt) else dt
+
+
+def min_id_for(dt: datetime) -> int:
+    """The smallest ID that could carry time ``dt`` (naive: the current time zone).
+
+    ``pk >= min_id_for(dt)`` selects rows created at or after ``dt``'s time unit; before the
+    epoch it is 0.
+    """
+    from .conf import get_layout
+
+    return get_layout().min_id_for(_aware(dt))
+
+
+def max_id_for(dt: datetime) -> int:
+    """The largest ID that could carry time ``dt`` (naive: the current time zone)."""
+    from .conf import get_layout
+
+    return get_layout().max_id_for(_aware(dt))

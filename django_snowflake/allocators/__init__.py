@@ -1,0 +1,1 @@
+"""Worker-ID allocators: where a process gets the worker slot its generator issues under."""

@@ -1,0 +1,310 @@
+"""System checks for ``settings.SNOWFLAKE``, numbered by subject.
+
+E001-E009 bits and layout, E010-E019 epoch and time unit, E020-E029 rollback policy,
+E030-E039 allocator, worker and database, E040-E049 fields and models.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.checks import CheckMessage, Error, Warning
+from django.utils.module_loading import import_string
+
+from . import conf
+from .allocators.base import BaseAllocator
+from .allocators.static import (
+    HostnameAllocator,
+    StaticAllocator,
+    current_hostname,
+    hostname_ordinal,
+)
+from .generator import POLICIES
+from .layout import MAX_BITS, PRESETS, BitLayout, parse_epoch
+
+OBJ = "settings.SNOWFLAKE"
+
+
+def _error(id: str, msg: str, hint: str) -> Error:
+    return Error(msg, hint=hint, obj=OBJ, id=f"django_snowflake.{id}")
+
+
+def _warning(id: str, msg: str, hint: str) -> Warning:
+    return Warning(msg, hint=hint, obj=OBJ, id=f"django_snowflake.{id}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """Every problem with ``settings.SNOWFLAKE``, as errors and warnings with hints."""
+    raw = getattr(settings, "SNOWFLAKE", None)
+    if raw is not None and not isinstance(raw, Mapping):
+        return [
+            _error(
+                "E001",
+                f"SNOWFLAKE must be a dict, not {type(raw).__name__}.",
+                'Write SNOWFLAKE = {"LAYOUT": "twitter", ...}, or remove it for the defaults.',
+            )
+        ]
+    values = conf.get_settings()
+    messages: list[CheckMessage] = []
+    # key=str: a SNOWFLAKE with both int and str keys must not crash the check.
+    unknown = sorted(set(raw or {}) - set(conf.DEFAULTS), key=str)
+    if unknown:
+        messages.append(
+            _error(
+                "E002",
+                f"SNOWFLAKE has unknown keys: {', '.join(map(str, unknown))}.",
+                f"Known keys are {', '.join(conf.DEFAULTS)}; check the spelling.",
+            )
+        )
+    layout = _check_layout(values, messages)
+    _check_policy(values, layout, messages)
+    _check_allocator(values, layout, messages)
+    return messages
+
+
+def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> BitLayout | None:
+    errors = len(messages)
+    preset = values["LAYOUT"]
+    if not isinstance(preset, str) or preset not in PRESETS:
+        messages.append(
+            _error(
+                "E003",
+                f"LAYOUT {preset!r} is not a layout preset.",
+                f"Choose one of {', '.join(PRESETS)}; set *_BITS keys to adjust it.",
+            )
+        )
+        return None
+    arguments = conf.layout_arguments(values)
+    for key, argument in conf.LAYOUT_KEYS.items():
+        value = arguments[argument]
+        if key == "TIME_UNIT_MS":
+            if not _is_int(value) or value < 1:
+                messages.append(
+                    _error(
+                        "E012",
+                        f"TIME_UNIT_MS must be a positive integer, not {value!r}.",
+                        "Use 1 (milliseconds), 10 or 1000 (seconds).",
+                    )
+                )
+        elif not _is_int(value) or value < 0:
+            messages.append(
+                _error(
+                    "E004",
+                    f"{key} must be a non-negative integer, not {value!r}.",
+                    f"Remove {key} to take the {preset!r} preset's value.",
+                )
+            )
+    if len(messages) > errors:
+        return None
+    total = sum(arguments[name] for name in conf.LAYOUT_KEYS.values() if name != "time_unit_ms")
+    if total > MAX_BITS:
+        messages.append(
+            _error(
+                "E005",
+                f"The layout uses {total} bits; at most {MAX_BITS} fit in a signed 64-bit integer.",
+                "Lower TIME_BITS, WORKER_BITS or SEQUENCE_BITS until they sum to 63 or less.",
+            )
+        )
+    if arguments["time_bits"] < 1:
+        messages.append(
+            _error("E006", "TIME_BITS must be at least 1.", "Use 41 bits for ~70 years in ms.")
+        )
+    try:
+        epoch_ms = parse_epoch(values["EPOCH"])
+    except (TypeError, ValueError) as exc:
+        messages.append(
+            _error(
+                "E010",
+                f"EPOCH is invalid: {exc}.",
+                'Use an ISO-8601 string with a time zone ("2025-01-01T00:00:00Z"), an aware '
+                "datetime, or integer milliseconds since 1970.",
+            )
+        )
+        return None
+    if len(messages) > errors:
+        return None
+    layout = BitLayout(**arguments)
+    now = datetime.now(UTC)
+    if epoch_ms > now.timestamp() * 1000:
+        messages.append(
+            _error(
+                "E011",
+                # The value as written: a far-future int would overflow a datetime.
+                f"EPOCH {values['EPOCH']!r} is in the future.",
+                "Choose an epoch in the past; no ID can be made before it.",
+            )
+        )
+        return layout
+    # Compare in ms: with 48+ time bits of 1 ms the end lies past datetime's year 9999.
+    end_ms = layout.unit_start_ms(layout.max_time + 1)
+    now_ms = now.timestamp() * 1000
+    if end_ms <= now_ms:
+        end = layout.lifespan_end
+        messages.append(
+            _error(
+                "E013",
+                f"The layout's lifespan ended on {end.isoformat()}.",
+                "Give TIME_BITS more bits or move EPOCH later, in a new table: the change "
+                "reorders existing IDs.",
+            )
+        )
+    elif (end_ms - now_ms) < (end_ms - epoch_ms) / 10:
+        end = layout.lifespan_end  # 0.9 of the lifespan is past, so the end is near
+        messages.append(
+            _warning(
+                "W010",
+                f"Less than a tenth of the layout's lifespan is left: it ends on "
+                f"{end.isoformat()}.",
+                "Plan a migration to a layout with more TIME_BITS before then; generation "
+                "stops at the end instead of wrapping.",
+            )
+        )
+    return layout
+
+
+def _check_policy(
+    values: Mapping[str, Any], layout: BitLayout | None, messages: list[CheckMessage]
+) -> None:
+    policy = values["CLOCK_ROLLBACK"]
+    if policy not in POLICIES:
+        messages.append(
+            _error(
+                "E020",
+                f"CLOCK_ROLLBACK {policy!r} is not a rollback policy.",
+                f"Choose one of {', '.join(POLICIES)}.",
+            )
+        )
+    bound = values["MAX_ROLLBACK_MS"]
+    if not _is_int(bound) or bound < 0:
+        messages.append(
+            _error(
+                "E021",
+                f"MAX_ROLLBACK_MS must be a non-negative integer, not {bound!r}.",
+                "The default, 5 ms, covers NTP slews; the bound is what each policy tolerates.",
+            )
+        )
+    if policy == "clock_sequence" and layout is not None and layout.clock_sequence_bits == 0:
+        messages.append(
+            _error(
+                "E022",
+                "CLOCK_ROLLBACK 'clock_sequence' needs clock-sequence bits, and the layout "
+                "has none.",
+                "Set CLOCK_SEQUENCE_BITS (e.g. 2) and take as many bits from WORKER_BITS or "
+                "SEQUENCE_BITS, or choose another policy.",
+            )
+        )
+
+
+def _check_allocator(
+    values: Mapping[str, Any], layout: BitLayout | None, messages: list[CheckMessage]
+) -> None:
+    allocator = values["WORKER_ALLOCATOR"]
+    if not isinstance(allocator, str):
+        allocator_class = None
+    else:
+        try:
+            allocator_class = import_string(conf.ALLOCATORS.get(allocator, allocator))
+        except ImportError:
+            allocator_class = None
+    if not (isinstance(allocator_class, type) and issubclass(allocator_class, BaseAllocator)):
+        messages.append(
+            _error(
+                "E030",
+                f"WORKER_ALLOCATOR {allocator!r} is neither a built-in allocator nor an "
+                "importable BaseAllocator subclass.",
+                f"Use one of {', '.join(conf.ALLOCATORS)}, or a dotted path to a subclass of "
+                "django_snowflake.allocators.base.BaseAllocator.",
+            )
+        )
+    datacenter_id = values["DATACENTER_ID"]
+    if layout is not None and not (
+        _is_int(datacenter_id) and 0 <= datacenter_id <= layout.max_datacenter_id
+    ):
+        messages.append(
+            _error(
+                "E033",
+                f"DATACENTER_ID {datacenter_id!r} is outside 0..{layout.max_datacenter_id}.",
+                "Set DATACENTER_BITS wide enough, or choose an ID in range.",
+            )
+        )
+    # By class, so the dotted paths of the built-ins are checked too (else build() raises).
+    if allocator_class is StaticAllocator:
+        _check_static_worker(values, layout, messages)
+    elif allocator_class is HostnameAllocator and layout is not None:
+        hostname = current_hostname()
+        ordinal = hostname_ordinal(hostname)
+        if ordinal is None or ordinal > layout.max_worker_id:
+            messages.append(
+                _error(
+                    "E038",
+                    f"The host name {hostname!r} has no trailing ordinal in "
+                    f"0..{layout.max_worker_id}.",
+                    "The hostname allocator reads StatefulSet pod names such as web-3; use "
+                    'WORKER_ALLOCATOR = "database" elsewhere.',
+                )
+            )
+    alias = values["DATABASE"]
+    if not isinstance(alias, str) or alias not in settings.DATABASES:
+        messages.append(
+            _error(
+                "E034",
+                f"DATABASE {alias!r} is not a key of settings.DATABASES.",
+                f"Use one of {', '.join(map(repr, settings.DATABASES))}.",
+            )
+        )
+    lease = values["LEASE_SECONDS"]
+    if not _is_int(lease) or lease < 3:
+        messages.append(
+            _error(
+                "E035",
+                f"LEASE_SECONDS must be an integer of at least 3, not {lease!r}.",
+                "The default, 60, renews every 20 seconds.",
+            )
+        )
+    label = values["PROCESS_LABEL"]
+    if not isinstance(label, str) or len(label) > 100:
+        messages.append(
+            _error(
+                "E036",
+                f"PROCESS_LABEL must be a string of at most 100 characters, not {label!r}.",
+                'Use a short name such as "web" or "celery".',
+            )
+        )
+    if not isinstance(values["CLAIM_ON_READY"], bool):
+        messages.append(
+            _error(
+                "E037",
+                f"CLAIM_ON_READY must be True or False, not {values['CLAIM_ON_READY']!r}.",
+                "Leave it False to claim the worker slot at the first ID.",
+            )
+        )
+
+
+def _check_static_worker(
+    values: Mapping[str, Any], layout: BitLayout | None, messages: list[CheckMessage]
+) -> None:
+    worker_id = conf.configured_worker_id(values)
+    if worker_id is None:
+        messages.append(
+            _error(
+                "E031",
+                "The static allocator needs a worker ID, and none is set.",
+                f'Set SNOWFLAKE["WORKER_ID"] or the {conf.WORKER_ID_ENV} environment variable, '
+                "different in every process.",
+            )
+        )
+    elif layout is not None and not (_is_int(worker_id) and 0 <= worker_id <= layout.max_worker_id):
+        messages.append(
+            _error(
+                "E032",
+                f"WORKER_ID {worker_id!r} is outside 0..{layout.max_worker_id}.",
+                f"The layout has {layout.worker_bits} worker bits; choose an ID in range.",
+            )
+        )

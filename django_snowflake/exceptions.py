@@ -1,0 +1,59 @@
+"""Every error this package raises, each carrying the numbers that explain it."""
+
+from __future__ import annotations
+
+
+class SnowflakeError(Exception):
+    """Base class for every error this package raises."""
+
+
+class ClockMovedBackwards(SnowflakeError):
+    """Raised when the clock went back further than the rollback policy tolerates."""
+
+    def __init__(self, behind_ms: int, *, policy: str, max_rollback_ms: int) -> None:
+        self.behind_ms = behind_ms
+        self.policy = policy
+        self.max_rollback_ms = max_rollback_ms
+        super().__init__(
+            f"The clock moved backwards by {behind_ms} ms, more than the {policy!r} rollback "
+            f"policy tolerates (MAX_ROLLBACK_MS = {max_rollback_ms}). No ID was issued; "
+            "retry once the clock has caught up, or fix the time source (NTP slewing, not stepping)."
+        )
+
+
+class ClockOutsideLifespan(SnowflakeError):
+    """Raised when the clock is before the layout's epoch or past its lifespan end."""
+
+
+class NoWorkerAvailable(SnowflakeError):
+    """Raised when every worker slot of the layout is held by a live lease."""
+
+    def __init__(self, *, active: int, capacity: int, worker_bits: int) -> None:
+        self.active = active
+        self.capacity = capacity
+        super().__init__(
+            f"All {capacity} worker slots are leased ({active} active, WORKER_BITS = "
+            f"{worker_bits}). Stop idle processes, wait for expired leases, or raise "
+            "WORKER_BITS (and lower another field) in a new layout."
+        )
+
+
+class WorkerLeaseLost(SnowflakeError):
+    """Raised when this process no longer holds a worker lease and cannot claim a fresh one."""
+
+
+class LayoutMismatch(SnowflakeError):
+    """Raised when the worker table holds slots claimed under another bit layout."""
+
+    def __init__(self, ours: str, theirs: str) -> None:
+        self.ours = ours
+        self.theirs = theirs
+        super().__init__(
+            f"This process uses the layout {ours}, but the worker table holds slots claimed "
+            f"under {theirs}. Changing the epoch, time unit or bit split breaks the order and "
+            "uniqueness of existing IDs; restore the old SNOWFLAKE settings."
+        )
+
+
+class InvalidSnowflake(SnowflakeError, ValueError):
+    """Raised when a value is not a Snowflake ID of the layout."""

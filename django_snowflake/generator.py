@@ -1,0 +1,418 @@
+"""The Snowflake generator: thread-safe, fork-safe, with five clock-rollback policies.
+
+This module imports nothing from Django. A generator either has a fixed worker ID or takes
+its worker slot from a *lease source* (an allocator), which it asks for a lease on first use,
+when the lease runs out and after ``fork()``. The uniqueness argument rests on three rules:
+
+* inside one worker slot, a (time unit, sequence) pair is issued at most once per clock
+  sequence value: ``_high`` is the highest unit used, any unit above it is fresh;
+* a lease carries a *floor* (issue only above it: the previous holders' reserved time) and a
+  *limit* (issue only below it: this holder's reservation, persisted before it is used);
+* after ``fork()`` the child drops the lease, so parent and child never share a slot.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Protocol
+
+from .exceptions import ClockMovedBackwards, ClockOutsideLifespan, WorkerLeaseLost
+from .layout import BitLayout
+
+Clock = Callable[[], int]
+Sleep = Callable[[float], None]
+
+POLICIES = ("raise", "wait", "borrow", "clock_sequence", "ring")
+
+
+def system_clock() -> int:
+    """Milliseconds since 1970 from the system's real-time clock."""
+    return time.time_ns() // 1_000_000
+
+
+def precise_sleep(seconds: float) -> None:
+    """Sleep ``seconds``, spinning for the last millisecond: ``time.sleep`` overshoots by
+    50-100 µs, which would cost a 1 ms-unit layout several percent of its throughput."""
+    deadline = time.perf_counter() + seconds
+    if seconds > 0.002:
+        time.sleep(seconds - 0.001)
+    while time.perf_counter() < deadline:
+        pass
+
+
+@dataclasses.dataclass(frozen=True)
+class Lease:
+    """A worker slot handed to a generator by its lease source.
+
+    ``floor`` and ``limit`` are in time units since the epoch: the holder issues IDs only with
+    times strictly above ``floor`` and strictly below ``limit`` (``None``: until the layout's
+    lifespan ends). ``clock_sequence`` is the slot's current clock-sequence value.
+    """
+
+    worker_id: int
+    datacenter_id: int = 0
+    floor: int = -1
+    limit: int | None = None
+    clock_sequence: int = 0
+
+
+class LeaseSource(Protocol):
+    """What a generator needs from an allocator."""
+
+    def acquire(self, generator: SnowflakeGenerator) -> Lease:
+        """Renew the generator's current lease or claim a fresh slot; raise if neither works."""
+        ...
+
+
+_live_generators: weakref.WeakSet[SnowflakeGenerator] = weakref.WeakSet()
+
+
+def _reset_generators_after_fork() -> None:
+    for generator in list(_live_generators):
+        generator._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_reset_generators_after_fork)
+
+
+class SnowflakeGenerator:
+    """Issues unique, time-ordered 64-bit IDs for one worker slot at a time.
+
+    Give either ``worker_id`` (a fixed slot, for scripts and tests) or ``lease_source`` (an
+    allocator that leases slots). ``clock`` returns int milliseconds since 1970 and ``sleep``
+    waits a number of seconds; inject both together to drive time in tests.
+    ``rollback`` is one of :data:`POLICIES`, bounded by ``max_rollback_ms``.
+    ``on_clock_sequence(value)`` is called with each new clock-sequence value before any ID
+    uses it (the ``clock_sequence`` policy); if it raises, no ID is issued.
+
+    Raises ``ValueError`` for a worker or datacenter ID outside the layout, an unknown policy,
+    or the ``clock_sequence`` policy on a layout without clock-sequence bits.
+    """
+
+    def __init__(
+        self,
+        layout: BitLayout,
+        worker_id: int | None = None,
+        *,
+        datacenter_id: int = 0,
+        clock: Clock | None = None,
+        sleep: Sleep | None = None,
+        rollback: str = "wait",
+        max_rollback_ms: int = 5,
+        clock_sequence: int = 0,
+        on_clock_sequence: Callable[[int], object] | None = None,
+        lease_source: LeaseSource | None = None,
+    ) -> None:
+        if rollback not in POLICIES:
+            raise ValueError(f"Unknown rollback policy {rollback!r}; choose one of {POLICIES}")
+        if rollback == "clock_sequence" and layout.clock_sequence_bits == 0:
+            raise ValueError("The clock_sequence policy needs a layout with clock_sequence_bits")
+        if isinstance(max_rollback_ms, bool) or not isinstance(max_rollback_ms, int):
+            raise ValueError(f"max_rollback_ms must be an integer, got {max_rollback_ms!r}")
+        if max_rollback_ms < 0:
+            raise ValueError(f"max_rollback_ms must not be negative, got {max_rollback_ms}")
+        if (worker_id is None) == (lease_source is None):
+            raise ValueError("Give exactly one of worker_id and lease_source")
+        self.layout = layout
+        self.rollback = rollback
+        self.max_rollback_ms = max_rollback_ms
+        self._clock = clock or system_clock
+        self._sleep = sleep or precise_sleep
+        self._on_clock_sequence = on_clock_sequence
+        self.lease_source = lease_source
+        self._owner_pid = os.getpid()
+        self._lock = threading.Lock()
+
+        # Hot-path copies of the layout.
+        self._epoch = layout.epoch_ms
+        self._unit = layout.time_unit_ms
+        self._time_shift = layout.time_shift
+        self._max_seq = layout.max_sequence
+        self._max_time = layout.max_time
+
+        self.lease: Lease | None = None
+        self.clock_sequence = 0
+        self._node = 0  # datacenter, clock sequence and worker bits, ready to OR in
+        self._high = -1  # highest time unit used under the current clock sequence
+        self._last = -1  # time unit of _base
+        self._seq = self._max_seq  # last sequence used in _last (max: nothing left)
+        self._base = 0
+        self._limit = -1  # issue only time units below this
+        self._floor = -1  # the ring policy never rolls back to or below this unit
+        self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
+        self._ring: list[tuple[int, int]] | None = None
+        if rollback == "ring":
+            self._ring = [(-1, -1)] * self._ring_size
+
+        if worker_id is not None:
+            self._install(
+                Lease(worker_id, datacenter_id=datacenter_id, clock_sequence=clock_sequence)
+            )
+        _live_generators.add(self)
+
+    # Public state, for show_worker and the allocators.
+
+    @property
+    def worker_id(self) -> int | None:
+        return None if self.lease is None else self.lease.worker_id
+
+    @property
+    def datacenter_id(self) -> int | None:
+        return None if self.lease is None else self.lease.datacenter_id
+
+    @property
+    def last_timestamp(self) -> int:
+        """The highest time unit this generator has used (-1 before the first ID)."""
+        return self._high
+
+    def now(self) -> int:
+        """The generator's clock, in milliseconds since 1970."""
+        return self._clock()
+
+    def ensure_lease(self) -> Lease:
+        """Acquire a lease now unless one is held (eager claims, ``show_worker``)."""
+        with self._lock:
+            if self.lease is None:
+                self._acquire()
+            assert self.lease is not None
+            return self.lease
+
+    def use_clock(self, clock: Clock, sleep: Sleep) -> tuple[Clock, Sleep]:
+        """Swap in another clock and sleep (see :mod:`django_snowflake.testing`); returns the
+        previous pair."""
+        with self._lock:
+            saved = self._clock, self._sleep
+            self._clock, self._sleep = clock, sleep
+            return saved
+
+    # Issuing IDs.
+
+    def next_id(self) -> int:
+        """Return the next ID.
+
+        Waits (never raises) when the sequence of the current time unit is spent. Raises
+        :class:`ClockMovedBackwards` past the rollback policy's bound,
+        :class:`ClockOutsideLifespan` before the epoch or after the layout's lifespan, and
+        whatever the lease source raises when it can neither renew nor claim a slot.
+        """
+        with self._lock:
+            t = (self._clock() - self._epoch) // self._unit
+            if t > self._high:
+                if t < self._limit:
+                    if self._ring is not None:
+                        self._remember_unit()
+                    self._high = self._last = t
+                    self._seq = 0
+                    self._base = t << self._time_shift | self._node
+                    return self._base
+            elif t == self._last and self._seq < self._max_seq:
+                self._seq += 1
+                return self._base | self._seq
+            return self._next_slow()
+
+    def next_ids(self, n: int) -> list[int]:
+        """Return ``n`` strictly increasing IDs, taken under one lock acquisition.
+
+        The IDs of one time unit are consecutive integers, so a batch costs little more
+        than the number of time units it spans.
+        """
+        if n < 0:
+            raise ValueError(f"n must not be negative, got {n}")
+        ids: list[int] = []
+        reordered = False
+        with self._lock:
+            while len(ids) < n:
+                first = self._next_slow()
+                # The ring and clock_sequence policies may go back in time mid-batch.
+                reordered = reordered or (bool(ids) and first < ids[-1])
+                take = min(n - len(ids) - 1, self._max_seq - self._seq)
+                ids.append(first)
+                if take > 0:
+                    ids.extend(range(first + 1, first + 1 + take))
+                    self._seq += take
+        if reordered:
+            ids.sort()
+        return ids
+
+    def _next_slow(self) -> int:
+        """Every case the fast path does not cover; called with the lock held."""
+        while True:
+            if self.lease is None:
+                self._acquire()
+            now = self._clock()
+            t = (now - self._epoch) // self._unit
+            if t < 0 or t > self._max_time:
+                raise ClockOutsideLifespan(
+                    f"The clock reads {now} ms since 1970, outside the layout's lifespan "
+                    f"({self.layout.epoch_datetime.isoformat()} to "
+                    f"{self.layout.lifespan_end.isoformat()}); no ID can be issued."
+                )
+            if t > self._high:
+                if t >= self._limit:
+                    self._acquire()
+                    continue
+                return self._start_unit(t)
+            if t == self._last:
+                if self._seq < self._max_seq:
+                    self._seq += 1
+                    return self._base | self._seq
+                issued = self._exhausted(now)
+            else:
+                issued = self._behind(now, t)
+            if issued is not None:
+                return issued
+
+    def _start_unit(self, t: int) -> int:
+        if self._ring is not None:
+            self._remember_unit()
+        self._high = self._last = t
+        self._seq = 0
+        self._base = t << self._time_shift | self._node
+        return self._base
+
+    def _exhausted(self, now: int) -> int | None:
+        """The current unit's sequence is spent: borrow the next unit or wait for it."""
+        if self.rollback == "borrow":
+            next_start = self.layout.unit_start_ms(self._high + 1)
+            if next_start - now <= self.max_rollback_ms and self._high + 1 < self._limit:
+                return self._start_unit(self._high + 1)
+            self._wait_until(next_start - self.max_rollback_ms, now)
+        else:
+            self._wait_until(self.layout.unit_start_ms(self._last + 1), now)
+        return None
+
+    def _behind(self, now: int, t: int) -> int | None:
+        """The clock reads a unit at or below ``_high`` other than the current one."""
+        behind = self.layout.unit_start_ms(self._high) - now
+        policy = self.rollback
+        if policy == "ring":
+            if t > self._floor and self._high - t < self._ring_size and t < self._limit:
+                self._remember_unit()
+                unit, seq = self._ring[t % self._ring_size]  # type: ignore[index]
+                self._last = t
+                self._seq = seq if unit == t else -1
+                self._base = t << self._time_shift | self._node
+                return None  # the loop issues from this unit, or waits if it is spent
+        elif policy == "borrow":
+            if behind <= self.max_rollback_ms:
+                if self._seq < self._max_seq:
+                    self._seq += 1
+                    return self._base | self._seq
+                return self._exhausted(now)
+        elif policy == "clock_sequence":
+            if self.clock_sequence < self.layout.max_clock_sequence:
+                self._set_clock_sequence(self.clock_sequence + 1)
+                self._high = self._last = t - 1
+                self._seq = self._max_seq
+                return None
+            policy = "wait"  # every clock-sequence value is spent
+        if policy == "wait" and behind <= self.max_rollback_ms:
+            self._wait_until(self.layout.unit_start_ms(self._last), now)
+            return None
+        raise ClockMovedBackwards(
+            behind, policy=self.rollback, max_rollback_ms=self.max_rollback_ms
+        )
+
+    def _wait_until(self, target_ms: int, now: int) -> None:
+        self._sleep(max(target_ms - now, 1) / 1000)
+
+    def _remember_unit(self) -> None:
+        self._ring[self._last % self._ring_size] = (self._last, self._seq)  # type: ignore[index]
+
+    def _set_clock_sequence(self, value: int) -> None:
+        if self._on_clock_sequence is not None:
+            self._on_clock_sequence(value)
+        self.clock_sequence = value
+        self._node = self._node_bits()
+
+    def _node_bits(self) -> int:
+        layout, lease = self.layout, self.lease
+        assert lease is not None
+        return (
+            lease.datacenter_id << layout.datacenter_shift
+            | self.clock_sequence << layout.clock_sequence_shift
+            | lease.worker_id << layout.worker_shift
+        )
+
+    # Leases.
+
+    def _acquire(self) -> None:
+        if self.lease_source is None:
+            raise WorkerLeaseLost(
+                f"This generator was built with a fixed worker ID in process {self._owner_pid}; "
+                f"process {os.getpid()} is a fork of it and must not issue IDs with the same "
+                "worker ID. Build a new generator with its own worker ID in the child, or use "
+                "a leasing allocator."
+            )
+        self._install(self.lease_source.acquire(self))
+
+    def _install(self, lease: Lease) -> None:
+        layout = self.layout
+        for name, value, limit in (
+            ("worker_id", lease.worker_id, layout.max_worker_id),
+            ("datacenter_id", lease.datacenter_id, layout.max_datacenter_id),
+            ("clock_sequence", lease.clock_sequence, layout.max_clock_sequence),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+                raise ValueError(f"{name} {value!r} is outside 0..{limit} for this layout")
+        previous = self.lease
+        same_slot = previous is not None and (previous.worker_id, previous.datacenter_id) == (
+            lease.worker_id,
+            lease.datacenter_id,
+        )
+        limit = self._max_time + 1 if lease.limit is None else min(lease.limit, self._max_time + 1)
+        self.lease = lease
+        self.clock_sequence = lease.clock_sequence
+        self._node = self._node_bits()
+        if same_slot:
+            self._limit = max(self._limit, limit)
+        else:
+            self._limit = limit
+        if not same_slot or lease.floor > self._high:
+            # A fresh slot: the unit at the floor (or our own last unit) counts as used.
+            self._high = self._last = max(self._high, lease.floor)
+            self._seq = self._max_seq
+            self._floor = self._high
+            if self._ring is not None:
+                self._ring = [(-1, -1)] * self._ring_size
+        self._base = self._last << self._time_shift | self._node if self._last >= 0 else 0
+
+    def extend(self, lease: Lease, limit: int) -> bool:
+        """Raise the limit of ``lease`` once its new reservation is persisted.
+
+        Returns False (and changes nothing) when ``lease`` is no longer the current one.
+        """
+        with self._lock:
+            if self.lease is not lease:
+                return False
+            self._limit = max(self._limit, min(limit, self._max_time + 1))
+            return True
+
+    def revoke(self, lease: Lease) -> None:
+        """Stop issuing under ``lease`` at once (it was lost); the next ID acquires afresh."""
+        with self._lock:
+            if self.lease is lease:
+                self._drop_lease()
+
+    def relinquish(self) -> tuple[Lease | None, int]:
+        """Stop issuing and return the lease held and the highest time unit used under it."""
+        with self._lock:
+            lease, high = self.lease, self._high
+            self._drop_lease()
+            return lease, high
+
+    def _drop_lease(self) -> None:
+        self.lease = None
+        self._limit = -1
+        self._seq = self._max_seq
+
+    def _after_fork_in_child(self) -> None:
+        # The parent's lock may have been held by another thread at fork time, and the
+        # parent keeps its slot: the child starts with a fresh lock and no lease.
+        self._lock = threading.Lock()
+        self._drop_lease()

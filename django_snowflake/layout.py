@@ -1,0 +1,314 @@
+"""The bit layout of a Snowflake ID: compose, decompose, capacity and fingerprint.
+
+Bit order, most significant first::
+
+    0 | time | datacenter | clock_sequence | worker | sequence
+
+This module imports nothing from Django, so it can be used in scripts and tests alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from .exceptions import InvalidSnowflake
+
+EpochLike = datetime | str | int
+
+DEFAULT_EPOCH = "2025-01-01T00:00:00Z"
+MAX_BITS = 63
+# A base-10 string of a 63-bit integer has at most 19 digits; longer input is rejected before
+# int() so a hostile string cannot make us parse thousands of digits.
+_MAX_DIGITS = 19
+
+PRESETS: dict[str, dict[str, int]] = {
+    "twitter": {"time_bits": 41, "worker_bits": 10, "sequence_bits": 12, "time_unit_ms": 1},
+    "sonyflake": {"time_bits": 39, "worker_bits": 16, "sequence_bits": 8, "time_unit_ms": 10},
+    "baidu": {"time_bits": 28, "worker_bits": 22, "sequence_bits": 13, "time_unit_ms": 1000},
+    "js_safe": {"time_bits": 41, "worker_bits": 6, "sequence_bits": 6, "time_unit_ms": 1},
+}
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+BIT_FIELDS = ("time_bits", "datacenter_bits", "clock_sequence_bits", "worker_bits", "sequence_bits")
+
+
+def parse_epoch(value: object) -> int:
+    """Return ``value`` as integer milliseconds since 1970-01-01 UTC.
+
+    Accepts an aware ``datetime``, an ISO-8601 string with an offset (``Z`` included) or an
+    ``int`` of milliseconds. Raises ``ValueError`` (or ``TypeError``) naming the value otherwise.
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"EPOCH must be a datetime, an ISO-8601 string or int ms, not {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"EPOCH must not be before 1970, got {value} ms")
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"EPOCH {value!r} is not an ISO-8601 date and time") from None
+        return parse_epoch(parsed)
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"EPOCH {value.isoformat()} has no time zone; give an aware datetime")
+        return parse_epoch((value - _UNIX_EPOCH) // timedelta(milliseconds=1))
+    raise TypeError(
+        f"EPOCH must be a datetime, an ISO-8601 string or int ms, not {type(value).__name__}"
+    )
+
+
+def ms_to_datetime(ms: int) -> datetime:
+    """Return an aware UTC datetime for ``ms`` milliseconds since 1970."""
+    return _UNIX_EPOCH + timedelta(milliseconds=ms)
+
+
+class SnowflakeParts(NamedTuple):
+    """The fields of one ID, as returned by :meth:`BitLayout.decompose`."""
+
+    id: int
+    timestamp: datetime
+    datacenter_id: int
+    clock_sequence: int
+    worker_id: int
+    sequence: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form: the timestamp as ISO-8601 UTC, everything else as integers."""
+        data = self._asdict()
+        data["timestamp"] = self.timestamp.isoformat().replace("+00:00", "Z")
+        return data
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BitLayout:
+    """How the 63 usable bits of an ID are split, the time unit and the epoch.
+
+    Invalid values raise ``ValueError`` naming the numbers. Instances are immutable and
+    hashable; two layouts are equal when every field (epoch included) is.
+    """
+
+    time_bits: int = 41
+    datacenter_bits: int = 0
+    clock_sequence_bits: int = 0
+    worker_bits: int = 10
+    sequence_bits: int = 12
+    time_unit_ms: int = 1
+    epoch: dataclasses.InitVar[EpochLike] = DEFAULT_EPOCH
+    epoch_ms: int = dataclasses.field(init=False)
+
+    def __post_init__(self, epoch: EpochLike) -> None:
+        for name in BIT_FIELDS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+        if self.time_bits < 1:
+            raise ValueError("time_bits must be at least 1")
+        if self.total_bits > MAX_BITS:
+            parts = " + ".join(f"{getattr(self, name)}" for name in BIT_FIELDS)
+            raise ValueError(
+                f"The layout uses {parts} = {self.total_bits} bits; at most {MAX_BITS} fit "
+                "in a signed 64-bit integer"
+            )
+        unit = self.time_unit_ms
+        if isinstance(unit, bool) or not isinstance(unit, int) or unit < 1:
+            raise ValueError(f"time_unit_ms must be a positive integer, got {unit!r}")
+        object.__setattr__(self, "epoch_ms", parse_epoch(epoch))
+
+    @classmethod
+    def preset(cls, name: str, epoch: EpochLike | None = None) -> BitLayout:
+        """Return the named preset (``twitter``, ``sonyflake``, ``baidu``, ``js_safe``).
+
+        Raises ``ValueError`` for an unknown name.
+        """
+        try:
+            bits = PRESETS[name]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"Unknown layout preset {name!r}; choose one of {', '.join(PRESETS)}"
+            ) from None
+        return cls(**bits, epoch=DEFAULT_EPOCH if epoch is None else epoch)
+
+    # Shifts and limits, derived from the bits.
+
+    @property
+    def total_bits(self) -> int:
+        return sum(getattr(self, name) for name in BIT_FIELDS)
+
+    @property
+    def worker_shift(self) -> int:
+        return self.sequence_bits
+
+    @property
+    def clock_sequence_shift(self) -> int:
+        return self.worker_shift + self.worker_bits
+
+    @property
+    def datacenter_shift(self) -> int:
+        return self.clock_sequence_shift + self.clock_sequence_bits
+
+    @property
+    def time_shift(self) -> int:
+        return self.datacenter_shift + self.datacenter_bits
+
+    @property
+    def max_id(self) -> int:
+        return (1 << self.total_bits) - 1
+
+    @property
+    def max_time(self) -> int:
+        """The last time value, in units since the epoch, that fits in ``time_bits``."""
+        return (1 << self.time_bits) - 1
+
+    @property
+    def max_sequence(self) -> int:
+        return (1 << self.sequence_bits) - 1
+
+    @property
+    def max_worker_id(self) -> int:
+        return (1 << self.worker_bits) - 1
+
+    @property
+    def max_datacenter_id(self) -> int:
+        return (1 << self.datacenter_bits) - 1
+
+    @property
+    def max_clock_sequence(self) -> int:
+        return (1 << self.clock_sequence_bits) - 1
+
+    # Capacity and lifespan.
+
+    @property
+    def ids_per_second(self) -> int:
+        """IDs one worker can issue per second before its sequence runs out."""
+        return (self.max_sequence + 1) * 1000 // self.time_unit_ms
+
+    @property
+    def workers(self) -> int:
+        """Worker slots in the whole space: workers per datacenter times datacenters."""
+        return (1 << self.worker_bits) << self.datacenter_bits
+
+    @property
+    def epoch_datetime(self) -> datetime:
+        return ms_to_datetime(self.epoch_ms)
+
+    @property
+    def lifespan_end(self) -> datetime:
+        """The first instant no ID can carry: the epoch plus ``2**time_bits`` units."""
+        return ms_to_datetime(self.epoch_ms + (self.max_time + 1) * self.time_unit_ms)
+
+    @property
+    def fingerprint(self) -> str:
+        """A stable, readable identity of the layout, stored with every worker slot."""
+        bits = "-".join(str(getattr(self, name)) for name in BIT_FIELDS)
+        return f"v1/{bits}/{self.time_unit_ms}ms/{self.epoch_ms}"
+
+    def __str__(self) -> str:
+        return (
+            f"{self.time_bits} time / {self.datacenter_bits} datacenter / "
+            f"{self.clock_sequence_bits} clock sequence / {self.worker_bits} worker / "
+            f"{self.sequence_bits} sequence bits, {self.time_unit_ms} ms units since "
+            f"{self.epoch_datetime.isoformat()}"
+        )
+
+    # Time conversion.
+
+    def to_units(self, ms: int) -> int:
+        """Time units since the epoch of ``ms`` milliseconds since 1970 (floored)."""
+        return (ms - self.epoch_ms) // self.time_unit_ms
+
+    def unit_start_ms(self, units: int) -> int:
+        """Milliseconds since 1970 at which time unit ``units`` begins."""
+        return self.epoch_ms + units * self.time_unit_ms
+
+    # Compose and decompose.
+
+    def compose(
+        self,
+        timestamp: int,
+        *,
+        worker_id: int = 0,
+        sequence: int = 0,
+        datacenter_id: int = 0,
+        clock_sequence: int = 0,
+    ) -> int:
+        """Return the ID made of these fields; ``timestamp`` is in units since the epoch.
+
+        Raises ``ValueError`` when a field does not fit its bits.
+        """
+        for name, value, limit in (
+            ("timestamp", timestamp, self.max_time),
+            ("datacenter_id", datacenter_id, self.max_datacenter_id),
+            ("clock_sequence", clock_sequence, self.max_clock_sequence),
+            ("worker_id", worker_id, self.max_worker_id),
+            ("sequence", sequence, self.max_sequence),
+        ):
+            if not 0 <= value <= limit:
+                raise ValueError(f"{name} {value} is outside 0..{limit} for this layout")
+        return (
+            timestamp << self.time_shift
+            | datacenter_id << self.datacenter_shift
+            | clock_sequence << self.clock_sequence_shift
+            | worker_id << self.worker_shift
+            | sequence
+        )
+
+    def validate(self, value: object) -> int:
+        """Return ``value`` as an ID of this layout, or raise :class:`InvalidSnowflake`.
+
+        Accepts an ``int`` or a string of ASCII digits, from 0 to :attr:`max_id`.
+        """
+        if isinstance(value, str):
+            if not (0 < len(value) <= _MAX_DIGITS and value.isascii() and value.isdigit()):
+                raise InvalidSnowflake(f"{value[:40]!r} is not a Snowflake ID: expected digits")
+            number = int(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raise InvalidSnowflake(
+                f"A Snowflake ID is an integer or a string of digits, not {type(value).__name__}"
+            )
+        if not 0 <= number <= self.max_id:
+            raise InvalidSnowflake(f"{number} is outside the layout's IDs 0..{self.max_id}")
+        return number
+
+    def decompose(self, value: object) -> SnowflakeParts:
+        """Split an ID into its fields; raises :class:`InvalidSnowflake` for bad input."""
+        number = self.validate(value)
+        units = number >> self.time_shift
+        return SnowflakeParts(
+            id=number,
+            timestamp=ms_to_datetime(self.unit_start_ms(units)),
+            datacenter_id=(number >> self.datacenter_shift) & self.max_datacenter_id,
+            clock_sequence=(number >> self.clock_sequence_shift) & self.max_clock_sequence,
+            worker_id=(number >> self.worker_shift) & self.max_worker_id,
+            sequence=number & self.max_sequence,
+        )
+
+    # Range bounds, for index-friendly time filters.
+
+    def _units_of(self, dt: datetime) -> int:
+        if dt.tzinfo is None or dt.utcoffset() is None:
+            raise ValueError(f"{dt.isoformat()} has no time zone; give an aware datetime")
+        return self.to_units((dt - _UNIX_EPOCH) // timedelta(milliseconds=1))
+
+    def min_id_for(self, dt: datetime) -> int:
+        """The smallest ID whose time unit is not before the unit holding ``dt``.
+
+        Before the epoch that is 0; past the lifespan it is ``max_id + 1``, which no ID
+        reaches, so ``pk >= min_id_for(dt)`` is always a correct "created at or after" filter.
+        """
+        units = min(max(self._units_of(dt), 0), self.max_time + 1)
+        return units << self.time_shift
+
+    def max_id_for(self, dt: datetime) -> int:
+        """The largest ID whose time unit is not after the unit holding ``dt``.
+
+        Before the epoch that is -1 (no ID); past the lifespan it is :attr:`max_id`.
+        """
+        units = min(max(self._units_of(dt) + 1, 0), self.max_time + 1)
+        return (units << self.time_shift) - 1

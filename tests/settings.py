@@ -1,0 +1,113 @@
+"""Django settings for the test suite.
+
+``SNOWFLAKE_TEST_DB`` picks the database: ``sqlite`` (the default), ``postgresql`` or
+``mariadb``. ``SNOWFLAKE_TEST_DB_HOST``, ``_PORT``, ``_USER``, ``_PASSWORD`` and ``_NAME``
+override the connection defaults of the two servers.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent
+
+SERVER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "postgresql": {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": "django_snowflake",
+        "USER": "postgres",
+        "PASSWORD": "",
+        "HOST": "127.0.0.1",
+        "PORT": "5432",
+    },
+    "mariadb": {
+        "ENGINE": "django.db.backends.mysql",
+        "NAME": "django_snowflake",
+        "USER": "root",
+        "PASSWORD": "",
+        "HOST": "127.0.0.1",
+        "PORT": "3306",
+        "OPTIONS": {"charset": "utf8mb4"},
+        "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"},
+    },
+}
+
+
+def get_db_conf() -> dict[str, Any]:
+    """Return the ``default`` database chosen by ``SNOWFLAKE_TEST_DB``."""
+    vendor = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+    if vendor == "sqlite":
+        # A file rather than ":memory:", so that other processes (fork, subprocesses)
+        # see the same tables; pytest-xdist gives each worker its own file.
+        return {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(BASE_DIR / ".test_db.sqlite3"),
+            "TEST": {"NAME": str(BASE_DIR / ".test_db_test.sqlite3")},
+            "OPTIONS": {"timeout": 20},
+        }
+    if vendor not in SERVER_DEFAULTS:
+        choices = ", ".join(["sqlite", *SERVER_DEFAULTS])
+        raise ImproperlyConfigured(
+            f"SNOWFLAKE_TEST_DB={vendor!r} is not a supported test database; use one of {choices}."
+        )
+    conf = copy.deepcopy(SERVER_DEFAULTS[vendor])
+    for key in ("HOST", "PORT", "USER", "PASSWORD", "NAME"):
+        conf[key] = os.environ.get(f"SNOWFLAKE_TEST_DB_{key}", conf[key])
+    return conf
+
+
+DATABASES = {"default": get_db_conf()}
+
+SECRET_KEY = "django_snowflake-tests-not-secret"
+DEBUG = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+
+INSTALLED_APPS = [
+    "django.contrib.contenttypes",
+    "django.contrib.auth",
+    "django.contrib.admin",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django_snowflake",
+    "tests.testapp",
+]
+
+MIDDLEWARE = [
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ROOT_URLCONF = "tests.urls"
+STATIC_URL = "static/"
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Fast hashing for the admin users the tests create.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# The recommended settings for a project's test suite (docs: "Testing"): a fixed worker ID
+# needs no lease, so the database blocker, TestCase transactions and SQLite's single writer
+# never meet a claim. The allocator's own tests switch to the database allocator.
+SNOWFLAKE: dict[str, Any] = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0}
