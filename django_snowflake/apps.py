@@ -1,8 +1,26 @@
 from __future__ import annotations
 
+import os
+import sys
+
 from django.apps import AppConfig
 from django.core import checks
 from django.utils.translation import gettext_lazy as _
+
+# Management commands that may run before the worker table exists or never generate IDs in
+# a server; CLAIM_ON_READY skips them and claims lazily instead.
+EAGER_CLAIM_COMMANDS = frozenset({"runserver"})
+
+
+def claims_eagerly(argv: list[str]) -> bool:
+    """Whether ``CLAIM_ON_READY`` claims in this process: servers and workers do; management
+    commands other than ``runserver`` and test runners do not."""
+    if "pytest" in sys.modules:
+        return False
+    program = os.path.basename(argv[0]) if argv else ""
+    if program in {"manage.py", "django-admin", "django-admin.py", "__main__.py"}:
+        return len(argv) > 1 and argv[1] in EAGER_CLAIM_COMMANDS
+    return True
 
 
 class SnowflakeConfig(AppConfig):
@@ -13,11 +31,16 @@ class SnowflakeConfig(AppConfig):
 
     def ready(self) -> None:
         from . import runtime
-        from .checks import check_settings
+        from .checks import check_settings, check_worker_table, settings_errors
+        from .conf import get_settings
 
         checks.register(check_settings)
+        checks.register(check_worker_table, checks.Tags.database)
         runtime.install_process_hooks()
         # Build the generator now when the settings are valid, so the first request does not
         # pay for it; invalid settings are reported by the checks, never raised from here.
-        if not runtime.settings_errors():
-            runtime.get_generator()
+        if settings_errors():
+            return
+        generator = runtime.get_generator()
+        if get_settings()["CLAIM_ON_READY"] and claims_eagerly(sys.argv):
+            generator.ensure_lease()

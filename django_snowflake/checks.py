@@ -308,3 +308,42 @@ def _check_static_worker(
                 f"The layout has {layout.worker_bits} worker bits; choose an ID in range.",
             )
         )
+
+
+def check_worker_table(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E039: the worker table holds slots claimed under another layout."""
+    values = conf.get_settings()
+    if databases is None or values["DATABASE"] not in databases or settings_errors():
+        return []
+    from django.db import DatabaseError
+
+    from .models import WorkerNode
+
+    ours = conf.get_layout().fingerprint
+    try:
+        theirs = (
+            WorkerNode.objects.using(values["DATABASE"])
+            .exclude(layout=ours)
+            .values_list("layout", flat=True)
+            .first()
+        )
+    except DatabaseError:  # not migrated yet: nothing to compare
+        return []
+    if theirs is None:
+        return []
+    return [
+        _error(
+            "E039",
+            f"The worker table of database {values['DATABASE']!r} holds slots claimed under "
+            f"the layout {theirs}, but the settings describe {ours}.",
+            "Restore the SNOWFLAKE layout those IDs were made with. Only if no row of any "
+            "table holds an ID of the old layout, delete the old WorkerNode rows.",
+        )
+    ]
+
+
+def settings_errors() -> list[str]:
+    """The IDs of the errors that keep the settings from building a generator."""
+    return [message.id or "" for message in check_settings() if message.is_serious()]

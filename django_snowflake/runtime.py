@@ -18,18 +18,13 @@ _lock = threading.Lock()
 _generator: SnowflakeGenerator | None = None
 
 
-def settings_errors() -> list[str]:
-    """The IDs of the system-check errors that keep the settings from building a generator."""
-    from .checks import check_settings
-
-    return [message.id or "" for message in check_settings() if message.is_serious()]
-
-
 def build() -> SnowflakeGenerator:
     """A new generator and allocator from ``settings.SNOWFLAKE``.
 
     Raises ``ImproperlyConfigured`` naming the failing checks when the settings are invalid.
     """
+    from .checks import settings_errors
+
     errors = settings_errors()
     if errors:
         raise ImproperlyConfigured(

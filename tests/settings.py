@@ -8,6 +8,7 @@ override the connection defaults of the two servers.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def get_db_conf() -> dict[str, Any]:
         # see the same tables; pytest-xdist gives each worker its own file.
         return {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(BASE_DIR / ".test_db.sqlite3"),
+            "NAME": os.environ.get("SNOWFLAKE_TEST_DB_NAME", str(BASE_DIR / ".test_db.sqlite3")),
             "TEST": {"NAME": str(BASE_DIR / ".test_db_test.sqlite3")},
             "OPTIONS": {"timeout": 20},
         }
@@ -110,4 +111,7 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # The recommended settings for a project's test suite (docs: "Testing"): a fixed worker ID
 # needs no lease, so the database blocker, TestCase transactions and SQLite's single writer
 # never meet a claim. The allocator's own tests switch to the database allocator.
-SNOWFLAKE: dict[str, Any] = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0}
+# Subprocesses started by the tests pass their own SNOWFLAKE as JSON.
+SNOWFLAKE: dict[str, Any] = json.loads(
+    os.environ.get("SNOWFLAKE_TEST_SETTINGS", '{"WORKER_ALLOCATOR": "static", "WORKER_ID": 0}')
+)

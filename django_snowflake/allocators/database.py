@@ -1,0 +1,423 @@
+"""The ``database`` allocator: worker slots leased through the ``WorkerNode`` table.
+
+The protocol (docs: "Worker IDs"):
+
+* A **claim** takes a slot whose lease expired (by the database's clock) with a
+  compare-and-set ``UPDATE ... WHERE pk = X AND token = T AND lease_expires_at < Now()``, or
+  inserts the lowest unused worker ID, where the unique constraint settles races.
+* Every claim and renewal writes a **reservation** into ``last_timestamp``: the highest time
+  unit the holder may use until its next renewal. The generator never issues above it, and a
+  new holder starts above it, so two holders of a slot can never issue the same time, whatever
+  their clocks do. A renewal extends the generator only after the database confirmed it.
+* A renewal that finds the row re-owned stops the generator at once; the next ID re-claims.
+* All database work runs on the allocator's own threads, each with its own connection in
+  autocommit: never inside the caller's transaction, and safe to start from async code.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import logging
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest, Now
+from django.db.models.sql import Query
+from django.utils import timezone
+
+from ..exceptions import LayoutMismatch, NoWorkerAvailable, SnowflakeError, WorkerLeaseLost
+from ..generator import Lease
+from .base import BaseAllocator
+
+if TYPE_CHECKING:
+    from ..generator import SnowflakeGenerator
+    from ..layout import BitLayout
+    from ..models import WorkerNode
+
+logger = logging.getLogger("django_snowflake")
+
+T = TypeVar("T")
+
+# How many compare-and-set races a claim may lose before it gives up.
+MAX_CLAIM_ATTEMPTS = 100
+
+
+class ClockOffsetTooLarge(SnowflakeError):
+    """Raised when this server's clock and the database's differ by more than a lease allows."""
+
+
+def database_now(alias: str) -> datetime:
+    """The database server's current time, as an aware datetime."""
+    connection = connections[alias]
+    expression = Now()
+    sql, params = Query(None).get_compiler(connection=connection).compile(expression)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sql}", params)
+        (value,) = cursor.fetchone()
+    for converter in connection.ops.get_db_converters(expression):
+        value = converter(value, expression, connection)
+    if isinstance(value, str):  # SQLite without a converter for bare expressions
+        value = datetime.fromisoformat(value)
+    if timezone.is_naive(value):
+        value = timezone.make_aware(value, timezone.get_default_timezone())
+    return value
+
+
+def node_type() -> str:
+    """``container`` inside Docker, Podman or Kubernetes; ``actual`` otherwise."""
+    in_container = (
+        os.path.exists("/.dockerenv")
+        or os.path.exists("/run/.containerenv")
+        or "KUBERNETES_SERVICE_HOST" in os.environ
+    )
+    return "container" if in_container else "actual"
+
+
+class DatabaseAllocator(BaseAllocator):
+    """Leases worker slots from the ``WorkerNode`` table of ``SNOWFLAKE["DATABASE"]``."""
+
+    name = "database"
+
+    def __init__(self, layout: BitLayout, settings: Mapping[str, Any]) -> None:
+        super().__init__(layout, settings)
+        self.alias: str = settings["DATABASE"]
+        self.lease_seconds: int = settings["LEASE_SECONDS"]
+        self.label: str = settings["PROCESS_LABEL"]
+        self.datacenter_id: int = settings["DATACENTER_ID"]
+        # The holder stops issuing this long before the database lets anyone else take the
+        # slot, so a late heartbeat or a slow clock never lets two holders overlap in time.
+        self.margin_ms = self.lease_seconds * 1000 // 4
+        self._reset_process_state()
+
+    def _reset_process_state(self) -> None:
+        self._state = threading.Lock()
+        self._pk: int | None = None
+        self._token: str | None = None
+        self._lease: Lease | None = None
+        self._generator: weakref.ref[SnowflakeGenerator] | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._heartbeat: threading.Thread | None = None
+        self._stop = threading.Event()
+        #: Seconds the last claim took, and the clock offset (app minus database) it measured.
+        self.claim_seconds: float | None = None
+        self.clock_offset_ms: float | None = None
+
+    # Running database work on our own thread.
+
+    def _run(self, function: Callable[[], T]) -> T:
+        """Run ``function`` on the allocator's thread, with that thread's own connection."""
+        if self._executor is None:
+            self._executor = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="snowflake-claim"
+            )
+        return self._executor.submit(_with_connection, self.alias, function).result()
+
+    def _node(self) -> type[WorkerNode]:
+        from ..models import WorkerNode
+
+        return WorkerNode
+
+    # The allocator interface.
+
+    def acquire(self, generator: SnowflakeGenerator) -> Lease:
+        self._generator = weakref.ref(generator)
+        started = time.perf_counter()
+        try:
+            lease = self._run(lambda: self._renewed_lease(generator) or self._claim(generator))
+        except SnowflakeError:
+            raise
+        except DatabaseError as exc:
+            raise WorkerLeaseLost(
+                f"No worker lease: the database {self.alias!r} could not be reached to renew "
+                f"or claim a slot ({exc}). No ID was issued; retry once it is back."
+            ) from exc
+        except RuntimeError as exc:
+            # pytest-django's blocker raises RuntimeError for database access.
+            raise WorkerLeaseLost(
+                f"No worker lease: claiming a slot needs the database ({exc}). In a test "
+                'suite, use SNOWFLAKE = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0} '
+                '(docs: "Testing").'
+            ) from exc
+        self.claim_seconds = time.perf_counter() - started
+        self._start_heartbeat()
+        return lease
+
+    def persist_clock_sequence(self, value: int) -> None:
+        pk, token = self._pk, self._token
+        updated = self._run(
+            lambda: (
+                self._node()
+                .objects.using(self.alias)
+                .filter(pk=pk, token=token)
+                .update(clock_sequence=value)
+            )
+        )
+        if not updated:
+            raise WorkerLeaseLost(
+                f"The worker slot was taken over before clock sequence {value} could be stored; "
+                "the next ID claims a fresh slot."
+            )
+
+    def close(self) -> None:
+        self._stop.set()
+        generator = self._generator() if self._generator is not None else None
+        if generator is not None and self._token is not None:
+            lease, high = generator.relinquish()
+            if lease is not None:
+                try:
+                    try:
+                        self._run(lambda: self._release(high))
+                    except RuntimeError:  # at interpreter exit no new thread may start
+                        _with_connection(self.alias, lambda: self._release(high))
+                except Exception:  # a release is a courtesy; the lease expires anyway
+                    logger.warning("Could not release worker slot", exc_info=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def after_fork_in_child(self) -> None:
+        # The parent keeps its slot, token, threads and connections; the child starts clean.
+        self._reset_process_state()
+
+    def describe(self) -> dict[str, Any]:
+        facts = super().describe()
+        facts.update(database=self.alias, lease_seconds=self.lease_seconds)
+        if self._pk is not None:
+            facts.update(row=self._pk, claim_seconds=self.claim_seconds)
+            facts["clock_offset_ms"] = self.clock_offset_ms
+        return facts
+
+    # Database work, on the allocator's thread.
+
+    def _reservation(self, generator: SnowflakeGenerator) -> tuple[int, int]:
+        """The limit (exclusive) and high-water mark of a lease taken now."""
+        limit_ms = generator.now() + self.lease_seconds * 1000 - self.margin_ms
+        limit = self.layout.to_units(limit_ms)
+        return limit, limit - 1
+
+    def _lease_expiry(self) -> Any:
+        return Now() + timedelta(seconds=self.lease_seconds)
+
+    def _renewed_lease(self, generator: SnowflakeGenerator) -> Lease | None:
+        """The lease held, extended, for the generator to install; ``None`` if it is lost."""
+        with self._state:
+            lease = self._lease
+        limit = None if lease is None else self._renew(generator, lease)
+        if lease is None or limit is None:
+            return None
+        renewed = Lease(
+            lease.worker_id,
+            datacenter_id=lease.datacenter_id,
+            limit=limit,
+            clock_sequence=generator.clock_sequence,
+        )
+        with self._state:
+            self._lease = renewed
+        return renewed
+
+    def _renew(self, generator: SnowflakeGenerator, lease: Lease) -> int | None:
+        """Extend ``lease`` in the database; return its new limit, or ``None`` if it is lost."""
+        with self._state:
+            pk, token = self._pk, self._token
+        if pk is None:
+            return None
+        limit, high_water = self._reservation(generator)
+        updated = (
+            self._node()
+            .objects.using(self.alias)
+            .filter(pk=pk, token=token, released_at__isnull=True)
+            .update(
+                heartbeat_at=Now(),
+                lease_expires_at=self._lease_expiry(),
+                last_timestamp=Greatest(F("last_timestamp"), high_water),
+            )
+        )
+        if not updated:
+            self._forget(lease)
+            return None
+        return limit
+
+    def _claim(self, generator: SnowflakeGenerator) -> Lease:
+        WorkerNode = self._node()
+        nodes = WorkerNode.objects.using(self.alias)
+        fingerprint = self.layout.fingerprint
+        other = nodes.exclude(layout=fingerprint).values_list("layout", flat=True).first()
+        if other is not None:
+            raise LayoutMismatch(fingerprint, other)
+        self._measure_offset(generator)
+        hostname = socket.gethostname()
+        for attempt in range(MAX_CLAIM_ATTEMPTS):
+            token = uuid.uuid4().hex
+            limit, high_water = self._reservation(generator)
+            holder = {
+                "host_name": hostname[:255],
+                "process_id": os.getpid(),
+                "label": self.label,
+                "node_type": node_type(),
+                "heartbeat_at": Now(),
+                "lease_expires_at": self._lease_expiry(),
+                "token": token,
+            }
+            expired = nodes.filter(datacenter_id=self.datacenter_id, lease_expires_at__lt=Now())
+            candidate = (
+                expired.filter(host_name=hostname).order_by("worker_id").first()
+                or expired.order_by("worker_id").first()
+            )
+            if candidate is not None:
+                won = nodes.filter(
+                    pk=candidate.pk, token=candidate.token, lease_expires_at__lt=Now()
+                ).update(
+                    **holder,
+                    launched_at=Now(),
+                    released_at=None,
+                    last_timestamp=Greatest(F("last_timestamp"), high_water),
+                )
+                if won:
+                    return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
+            else:
+                try:
+                    with transaction.atomic(using=self.alias):
+                        row = nodes.create(
+                            **holder,
+                            worker_id=self._free_worker_id(attempt),
+                            datacenter_id=self.datacenter_id,
+                            launched_at=Now(),
+                            last_timestamp=high_water,
+                            layout=fingerprint,
+                        )
+                except IntegrityError:
+                    pass  # another process took this worker ID first
+                else:
+                    return self._hold(row, token, limit, floor=-1)
+            time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+        raise WorkerLeaseLost(
+            f"Could not claim a worker slot in {MAX_CLAIM_ATTEMPTS} attempts: every attempt "
+            "lost a race with another process. Retry; if it persists, fewer processes should "
+            "start at the same moment."
+        )
+
+    def _free_worker_id(self, attempt: int) -> int:
+        """The lowest unused worker ID; after lost races, one of the lowest few, at random."""
+        used = set(
+            self._node()
+            .objects.using(self.alias)
+            .filter(datacenter_id=self.datacenter_id)
+            .values_list("worker_id", flat=True)
+        )
+        spread = min(2**attempt, 64)
+        free: list[int] = []
+        for worker_id in range(self.layout.max_worker_id + 1):
+            if worker_id not in used:
+                free.append(worker_id)
+                if len(free) >= spread:
+                    break
+        if not free:
+            active = (
+                self._node()
+                .objects.using(self.alias)
+                .filter(datacenter_id=self.datacenter_id, lease_expires_at__gte=Now())
+                .count()
+            )
+            raise NoWorkerAvailable(
+                active=active,
+                capacity=self.layout.max_worker_id + 1,
+                worker_bits=self.layout.worker_bits,
+            )
+        return random.choice(free)
+
+    def _measure_offset(self, generator: SnowflakeGenerator) -> None:
+        before = generator.now()
+        db_ms = database_now(self.alias).timestamp() * 1000
+        after = generator.now()
+        offset = (before + after) / 2 - db_ms
+        self.clock_offset_ms = offset
+        if abs(offset) - (after - before) / 2 > self.margin_ms:
+            raise ClockOffsetTooLarge(
+                f"This server's clock is {offset:+.0f} ms off the database's; a lease of "
+                f"{self.lease_seconds} s tolerates {self.margin_ms} ms. Synchronise the clocks "
+                "(NTP) or raise LEASE_SECONDS. No worker slot was claimed."
+            )
+
+    def _hold(self, row: WorkerNode, token: str, limit: int, *, floor: int) -> Lease:
+        lease = Lease(
+            row.worker_id,
+            datacenter_id=row.datacenter_id,
+            floor=floor,
+            limit=limit,
+            clock_sequence=row.clock_sequence,
+        )
+        with self._state:
+            self._pk, self._token, self._lease = row.pk, token, lease
+        return lease
+
+    def _forget(self, lease: Lease) -> None:
+        with self._state:
+            if self._lease is lease:
+                self._pk = self._token = self._lease = None
+
+    def _release(self, high: int) -> None:
+        self._node().objects.using(self.alias).filter(pk=self._pk, token=self._token).update(
+            released_at=Now(), lease_expires_at=Now(), last_timestamp=high
+        )
+        with self._state:
+            self._pk = self._token = self._lease = None
+
+    # The heartbeat.
+
+    def _start_heartbeat(self) -> None:
+        if self._heartbeat is not None and self._heartbeat.is_alive():
+            return
+        self._stop = threading.Event()
+        self._heartbeat = threading.Thread(
+            target=self._beat, name="snowflake-heartbeat", daemon=True
+        )
+        self._heartbeat.start()
+
+    def _beat(self) -> None:
+        try:
+            interval = self.lease_seconds / 3
+            while not self._stop.wait(interval):
+                generator = self._generator() if self._generator is not None else None
+                with self._state:
+                    lease = self._lease
+                if generator is None or lease is None:
+                    return
+                try:
+                    limit = _with_connection(
+                        self.alias, functools.partial(self._renew, generator, lease)
+                    )
+                except DatabaseError:
+                    # The database is away: retry each second; the generator stops at its limit.
+                    logger.warning("Worker lease renewal failed", exc_info=True)
+                    interval = min(interval, 1.0)
+                    continue
+                interval = self.lease_seconds / 3
+                if limit is None:
+                    logger.warning("Worker lease of slot %s was lost", lease.worker_id)
+                    generator.revoke(lease)
+                    return
+                generator.extend(lease, limit)
+        finally:
+            connections[self.alias].close()
+
+
+def _with_connection(alias: str, function: Callable[[], T]) -> T:
+    """Run ``function`` with a usable connection, closing it when the call failed."""
+    connection = connections[alias]
+    connection.close_if_unusable_or_obsolete()
+    try:
+        return function()
+    except DatabaseError:
+        connection.close()
+        raise
