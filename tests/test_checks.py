@@ -1,0 +1,339 @@
+"""The settings checks: one test per ID, and every ID unique in the code and documented."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
+from django.test import override_settings
+
+from django_snowflake import runtime
+from django_snowflake.allocators.base import BaseAllocator
+from django_snowflake.checks import check_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Valid settings that need no database: each test changes one thing, so that it sees
+# exactly the check it is about.
+STATIC = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 1}
+
+
+class CustomAllocator(BaseAllocator):
+    """A dotted-path allocator, for E030."""
+
+
+def ids(snowflake: Any) -> list[str]:
+    """The check IDs ``check_settings`` returns under ``SNOWFLAKE = snowflake``."""
+    with override_settings(SNOWFLAKE=snowflake):
+        messages = check_settings()
+    for message in messages:
+        assert message.hint, message.id
+        assert message.obj == "settings.SNOWFLAKE"
+    return [message.id or "" for message in messages]
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The environment of whoever runs the tests must not feed the static allocator.
+    monkeypatch.delenv("SNOWFLAKE_WORKER_ID", raising=False)
+
+
+def test_defaults() -> None:
+    # The default allocator is "database": this passes once its module is importable.
+    assert ids({}) == []
+    assert ids(None) == []
+
+
+def test_valid_static_settings() -> None:
+    assert ids(STATIC) == []
+
+
+def test_E001_not_a_dict() -> None:
+    assert ids(["LAYOUT", "twitter"]) == ["django_snowflake.E001"]
+
+
+@pytest.mark.parametrize("extra", [{"LAYOUTS": "twitter"}, {1: 2, "Worker_ID": 3}])
+def test_E002_unknown_keys(extra: dict[Any, Any]) -> None:
+    assert ids({**STATIC, **extra}) == ["django_snowflake.E002"]
+
+
+@pytest.mark.parametrize("preset", ["snowflake", "", None, 41])
+def test_E003_unknown_preset(preset: object) -> None:
+    assert ids({**STATIC, "LAYOUT": preset}) == ["django_snowflake.E003"]
+
+
+@pytest.mark.parametrize(
+    "key", ["TIME_BITS", "DATACENTER_BITS", "CLOCK_SEQUENCE_BITS", "WORKER_BITS", "SEQUENCE_BITS"]
+)
+@pytest.mark.parametrize("value", [-1, "10", 1.5, True])
+def test_E004_bits_not_a_non_negative_integer(key: str, value: object) -> None:
+    assert ids({**STATIC, key: value}) == ["django_snowflake.E004"]
+
+
+def test_E005_too_many_bits() -> None:
+    assert ids({**STATIC, "TIME_BITS": 42}) == ["django_snowflake.E005"]
+    assert ids({**STATIC, "DATACENTER_BITS": 5}) == ["django_snowflake.E005"]
+    # Taking the bits from the worker field makes room.
+    assert ids({**STATIC, "DATACENTER_BITS": 5, "WORKER_BITS": 5}) == []
+
+
+def test_E006_no_time_bits() -> None:
+    assert ids({**STATIC, "TIME_BITS": 0}) == ["django_snowflake.E006"]
+
+
+@pytest.mark.parametrize(
+    "epoch",
+    [
+        "yesterday",
+        "2025-01-01T00:00:00",  # no time zone
+        datetime(2025, 1, 1),  # naive
+        "1969-12-31T00:00:00Z",
+        -1,
+        1.5e12,
+        True,
+        None,
+    ],
+)
+def test_E010_invalid_epoch(epoch: object) -> None:
+    assert ids({**STATIC, "EPOCH": epoch}) == ["django_snowflake.E010"]
+
+
+@pytest.mark.parametrize(
+    "epoch",
+    [
+        (datetime.now(UTC) + timedelta(days=1)).isoformat(),
+        datetime.now(UTC) + timedelta(days=1),
+        10**20,  # beyond datetime's range: the message must not overflow
+    ],
+)
+def test_E011_epoch_in_future(epoch: object) -> None:
+    assert ids({**STATIC, "EPOCH": epoch}) == ["django_snowflake.E011"]
+
+
+@pytest.mark.parametrize("unit", [0, -10, "1", 1.0, True])
+def test_E012_invalid_time_unit(unit: object) -> None:
+    assert ids({**STATIC, "TIME_UNIT_MS": unit}) == ["django_snowflake.E012"]
+
+
+def test_E013_lifespan_ended() -> None:
+    # 2**20 ms is 17 minutes after the epoch.
+    assert ids({**STATIC, "TIME_BITS": 20, "EPOCH": "2025-01-01T00:00:00Z"}) == [
+        "django_snowflake.E013"
+    ]
+
+
+def test_W010_lifespan_nearly_over() -> None:
+    # 2**20 one-second units is about 12 days; start 95 % of it ago.
+    lifespan_ms = 2**20 * 1000
+    epoch = int(datetime.now(UTC).timestamp() * 1000) - lifespan_ms * 95 // 100
+    settings = {**STATIC, "TIME_BITS": 20, "TIME_UNIT_MS": 1000, "EPOCH": epoch}
+    assert ids(settings) == ["django_snowflake.W010"]
+    # A warning does not keep the generator from being built.
+    with override_settings(SNOWFLAKE=settings):
+        assert runtime.build().layout.time_bits == 20
+
+
+def test_long_lifespan_does_not_overflow() -> None:
+    # 50 bits of milliseconds end after datetime's year 9999.
+    assert ids({**STATIC, "TIME_BITS": 50, "WORKER_BITS": 5, "SEQUENCE_BITS": 8}) == []
+
+
+@pytest.mark.parametrize("policy", ["retry", "", None, "WAIT"])
+def test_E020_unknown_rollback_policy(policy: object) -> None:
+    assert ids({**STATIC, "CLOCK_ROLLBACK": policy}) == ["django_snowflake.E020"]
+
+
+@pytest.mark.parametrize("bound", [-1, "5", 5.0, True, None])
+def test_E021_invalid_max_rollback(bound: object) -> None:
+    assert ids({**STATIC, "MAX_ROLLBACK_MS": bound}) == ["django_snowflake.E021"]
+
+
+def test_E022_clock_sequence_without_bits() -> None:
+    assert ids({**STATIC, "CLOCK_ROLLBACK": "clock_sequence"}) == ["django_snowflake.E022"]
+    bits = {"CLOCK_SEQUENCE_BITS": 2, "WORKER_BITS": 8}
+    assert ids({**STATIC, **bits, "CLOCK_ROLLBACK": "clock_sequence"}) == []
+
+
+@pytest.mark.parametrize(
+    "allocator",
+    [
+        "redis",
+        "no.such.module.Allocator",
+        "collections.OrderedDict",  # a class, but no BaseAllocator
+        "django_snowflake.allocators.static.hostname_ordinal",  # not a class
+        42,
+    ],
+)
+def test_E030_invalid_allocator(allocator: object) -> None:
+    assert ids({**STATIC, "WORKER_ALLOCATOR": allocator}) == ["django_snowflake.E030"]
+
+
+def test_E030_accepts_dotted_path_to_subclass() -> None:
+    assert ids({"WORKER_ALLOCATOR": f"{__name__}.CustomAllocator"}) == []
+
+
+@pytest.mark.parametrize(
+    "allocator", ["static", "django_snowflake.allocators.static.StaticAllocator"]
+)
+def test_E031_static_without_worker_id(monkeypatch: pytest.MonkeyPatch, allocator: str) -> None:
+    assert ids({"WORKER_ALLOCATOR": allocator}) == ["django_snowflake.E031"]
+    monkeypatch.setenv("SNOWFLAKE_WORKER_ID", "  ")
+    assert ids({"WORKER_ALLOCATOR": allocator}) == ["django_snowflake.E031"]
+
+
+@pytest.mark.parametrize("worker_id", [1024, -1, "3", 2.0, True])
+def test_E032_worker_id_out_of_range(worker_id: object) -> None:
+    assert ids({**STATIC, "WORKER_ID": worker_id}) == ["django_snowflake.E032"]
+    # The range follows the layout: js_safe has 6 worker bits.
+    if worker_id == 1024:
+        assert ids({**STATIC, "LAYOUT": "js_safe", "WORKER_ID": 64}) == ["django_snowflake.E032"]
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ("7", []),
+        ("1023", []),
+        ("1024", ["django_snowflake.E032"]),
+        ("web", ["django_snowflake.E032"]),
+    ],
+)
+def test_E032_worker_id_from_environment(
+    monkeypatch: pytest.MonkeyPatch, environ: str, expected: list[str]
+) -> None:
+    monkeypatch.setenv("SNOWFLAKE_WORKER_ID", environ)
+    assert ids({"WORKER_ALLOCATOR": "static"}) == expected
+    # WORKER_ID wins over the environment.
+    assert ids({"WORKER_ALLOCATOR": "static", "WORKER_ID": 5}) == []
+
+
+@pytest.mark.parametrize("datacenter_id", [1, -1, "0", None])
+def test_E033_datacenter_id_out_of_range(datacenter_id: object) -> None:
+    assert ids({**STATIC, "DATACENTER_ID": datacenter_id}) == ["django_snowflake.E033"]
+
+
+def test_E033_datacenter_id_in_range_with_bits() -> None:
+    bits = {"DATACENTER_BITS": 2, "WORKER_BITS": 8}
+    assert ids({**STATIC, **bits, "DATACENTER_ID": 3}) == []
+    assert ids({**STATIC, **bits, "DATACENTER_ID": 4}) == ["django_snowflake.E033"]
+
+
+@pytest.mark.parametrize("alias", ["other", "", None, ["default"]])
+def test_E034_unknown_database_alias(alias: object) -> None:
+    assert ids({**STATIC, "DATABASE": alias}) == ["django_snowflake.E034"]
+
+
+@pytest.mark.parametrize("lease", [2, 0, "60", 60.0, True])
+def test_E035_invalid_lease_seconds(lease: object) -> None:
+    assert ids({**STATIC, "LEASE_SECONDS": lease}) == ["django_snowflake.E035"]
+
+
+@pytest.mark.parametrize("label", [None, 5, "x" * 101])
+def test_E036_invalid_process_label(label: object) -> None:
+    assert ids({**STATIC, "PROCESS_LABEL": label}) == ["django_snowflake.E036"]
+    assert ids({**STATIC, "PROCESS_LABEL": "x" * 100}) == []
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_E037_claim_on_ready_not_bool(value: object) -> None:
+    assert ids({**STATIC, "CLAIM_ON_READY": value}) == ["django_snowflake.E037"]
+
+
+@pytest.mark.parametrize(
+    "allocator", ["hostname", "django_snowflake.allocators.static.HostnameAllocator"]
+)
+@pytest.mark.parametrize(
+    ("hostname", "expected"),
+    [
+        ("web-3", []),
+        ("web-1023", []),
+        ("web", ["django_snowflake.E038"]),
+        ("web-3.example.com", ["django_snowflake.E038"]),
+        ("web-1024", ["django_snowflake.E038"]),
+    ],
+)
+def test_E038_hostname_without_ordinal(
+    monkeypatch: pytest.MonkeyPatch, allocator: str, hostname: str, expected: list[str]
+) -> None:
+    monkeypatch.setenv("HOSTNAME", hostname)
+    assert ids({"WORKER_ALLOCATOR": allocator}) == expected
+
+
+def test_several_errors_at_once() -> None:
+    assert ids({**STATIC, "LAYOUT": "nope", "CLOCK_ROLLBACK": "nope", "DATABASE": "nope"}) == [
+        "django_snowflake.E003",
+        "django_snowflake.E020",
+        "django_snowflake.E034",
+    ]
+
+
+# Settings that are wrong in ways that once crashed the checks, or build(), instead of
+# being reported.
+BAD_SETTINGS = [
+    "twitter",
+    {"LAYOUT": "nope"},
+    {"TIME_BITS": "41"},
+    {"EPOCH": 10**20},
+    {"DATABASE": ["default"]},
+    {1: 2, "FOO": 3},
+    {"WORKER_ALLOCATOR": "static"},
+    {"WORKER_ALLOCATOR": "django_snowflake.allocators.static.StaticAllocator"},
+    {"WORKER_ALLOCATOR": "django_snowflake.allocators.static.HostnameAllocator"},
+    {"WORKER_ALLOCATOR": "static", "WORKER_ID": 10**6},
+]
+
+
+@pytest.mark.parametrize("snowflake", BAD_SETTINGS)
+def test_build_refuses_invalid_settings(monkeypatch: pytest.MonkeyPatch, snowflake: object) -> None:
+    monkeypatch.setenv("HOSTNAME", "web")
+    with override_settings(SNOWFLAKE=snowflake):
+        assert any(message.is_serious() for message in check_settings())
+        with pytest.raises(ImproperlyConfigured, match=r"manage\.py check"):
+            runtime.build()
+        with pytest.raises(ImproperlyConfigured, match=r"django_snowflake\.E0\d\d"):
+            runtime.get_generator()
+
+
+@pytest.mark.parametrize("snowflake", BAD_SETTINGS)
+def test_ready_never_raises_on_invalid_settings(
+    monkeypatch: pytest.MonkeyPatch, snowflake: object
+) -> None:
+    monkeypatch.setenv("HOSTNAME", "web")
+    with override_settings(SNOWFLAKE=snowflake):
+        apps.get_app_config("django_snowflake").ready()
+
+
+def _code_check_ids() -> list[str]:
+    """Every check ID written in the package's code, once per place it is emitted.
+
+    A check ID is a string literal that is exactly ``"E012"`` (the argument of
+    ``_error``/``_warning``) or ``"django_snowflake.E040"`` (``id=`` of a CheckMessage);
+    reading the AST skips docstrings and comments that merely mention an ID.
+    """
+    found = []
+    pattern = re.compile(r"(?:django_snowflake\.)?([EW]\d{3})")
+    for path in sorted((ROOT / "django_snowflake").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                match = pattern.fullmatch(node.value)
+                if match:
+                    found.append(f"django_snowflake.{match.group(1)}")
+    return found
+
+
+def test_check_ids_are_unique_and_documented() -> None:
+    code = _code_check_ids()
+    assert code, "no check IDs found: has the way checks are written changed?"
+    assert [id for id, count in Counter(code).items() if count > 1] == []
+    documented = re.findall(
+        r"django_snowflake\.[EW]\d{3}", (ROOT / "docs" / "checks.rst").read_text()
+    )
+    assert sorted(set(code) - set(documented)) == [], "undocumented check IDs"
+    assert sorted(set(documented) - set(code)) == [], "documented IDs the code never emits"
