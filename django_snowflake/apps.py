@@ -5,6 +5,8 @@ import sys
 
 from django.apps import AppConfig
 from django.core import checks
+from django.urls import register_converter
+from django.urls.converters import get_converters
 from django.utils.translation import gettext_lazy as _
 
 # Management commands that may run before the worker table exists or never generate IDs in
@@ -33,9 +35,14 @@ class SnowflakeConfig(AppConfig):
         from . import runtime
         from .checks import check_settings, check_worker_table, settings_errors
         from .conf import get_settings
+        from .converters import SnowflakeConverter
 
         checks.register(check_settings)
         checks.register(check_worker_table, checks.Tags.database)
+        # ready() runs again when a test changes INSTALLED_APPS; Django 6 refuses to
+        # register a converter twice.
+        if "snowflake" not in get_converters():
+            register_converter(SnowflakeConverter, "snowflake")
         runtime.install_process_hooks()
         # Build the generator now when the settings are valid, so the first request does not
         # pay for it; invalid settings are reported by the checks, never raised from here.

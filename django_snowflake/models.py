@@ -1,7 +1,17 @@
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
 from django.db import models
 from django.utils.translation import gettext_lazy as _
+
+from . import decode, min_id_for
+from .fields import SnowflakeField
+
+_M = TypeVar("_M", bound=models.Model, covariant=True)
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 
 
 class WorkerNode(models.Model):
@@ -47,3 +57,62 @@ class WorkerNode(models.Model):
 
     def __str__(self) -> str:
         return f"worker {self.worker_id}/{self.datacenter_id} on {self.host_name}:{self.process_id}"
+
+    def lease_state(self, now: datetime) -> str:
+        """``"released"``, ``"expired"`` or ``"active"``: whether a process holds the slot."""
+        if self.released_at is not None:
+            return "released"
+        return "active" if self.lease_expires_at > now else "expired"
+
+
+class _Filterable(Protocol[_T_co]):
+    def filter(self, *args: Any, **kwargs: Any) -> _T_co: ...
+
+
+class SnowflakeManagerMixin:
+    """``created_after``, ``created_before`` and ``created_between``: time filters on the pk.
+
+    Each is a range on the primary key (``min_id_for`` of the bounds), so it uses the pk index
+    and needs no ``created_at`` column. Times are compared at the layout's time unit (1 ms by
+    default): a row was created at the start of the unit its ID carries. Naive datetimes are
+    read in the current time zone.
+
+    The methods only call ``self.filter()``, so the mixin fits a custom manager
+    (``class OrderManager(SnowflakeManagerMixin, models.Manager)``) as well as a queryset.
+    """
+
+    def created_after(self: _Filterable[_T], dt: datetime) -> _T:
+        """Rows created at or after ``dt``."""
+        return self.filter(pk__gte=min_id_for(dt))
+
+    def created_before(self: _Filterable[_T], dt: datetime) -> _T:
+        """Rows created strictly before ``dt``."""
+        return self.filter(pk__lt=min_id_for(dt))
+
+    def created_between(self: _Filterable[_T], start: datetime, end: datetime) -> _T:
+        """Rows created at or after ``start`` and strictly before ``end``."""
+        return self.filter(pk__gte=min_id_for(start), pk__lt=min_id_for(end))
+
+
+class SnowflakeQuerySet(SnowflakeManagerMixin, models.QuerySet[_M]):
+    """A queryset with the pk-range time filters of :class:`SnowflakeManagerMixin`."""
+
+
+class SnowflakeManager(models.Manager.from_queryset(SnowflakeQuerySet)):  # type: ignore[misc]
+    """The manager of :class:`SnowflakeModel`: ``Order.objects.created_after(dt)``."""
+
+
+class SnowflakeModel(models.Model):
+    """An abstract model whose primary key ``id`` is a Snowflake ID, set at instantiation."""
+
+    id = SnowflakeField(_("ID"), primary_key=True, editable=False)
+
+    objects = SnowflakeManager()
+
+    class Meta:
+        abstract = True
+
+    @property
+    def created_at(self) -> datetime:
+        """When the row was created: the aware UTC datetime its primary key carries."""
+        return decode(self.pk).timestamp

@@ -1,0 +1,90 @@
+"""Model fields whose value is a Snowflake ID, generated in Python when the instance is built.
+
+Both fields default to :func:`django_snowflake.generate`, a module-level function, so a
+migration stores a reference to it rather than a value, historical models in data migrations
+still get IDs, and Django skips its UPDATE-before-INSERT probe for new instances. Neither
+field reads ``settings.SNOWFLAKE``: changing the settings never produces a migration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.core import checks
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from . import generate
+from .forms import SnowflakeFormField
+
+
+class _SnowflakeDefaultMixin:
+    """The default, its migration form and its system check, shared by both fields."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("default", generate)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()  # type: ignore[misc]
+        # The default is the field's own: leaving it out keeps migrations short and stable.
+        if kwargs.get("default") is generate:
+            del kwargs["default"]
+        return name, path, args, kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [*super().check(**kwargs), *self._check_snowflake_default()]  # type: ignore[misc]
+
+    def _check_snowflake_default(self) -> list[checks.CheckMessage]:
+        field: models.Field[Any, Any] = self  # type: ignore[assignment]
+        if not (field.primary_key or field.unique):
+            return []
+        if field.has_default() and callable(field.default):
+            return []
+        return [
+            checks.Error(
+                f"{type(self).__name__} is a primary key or unique, but its default "
+                f"{field.default!r} is not a callable: every new row would get the same value, "
+                "or none.",
+                hint="Remove default= to use django_snowflake.generate, or pass a function.",
+                obj=self,
+                id="django_snowflake.E040",
+            )
+        ]
+
+
+class SnowflakeField(_SnowflakeDefaultMixin, models.BigIntegerField):  # type: ignore[type-arg]
+    """A 64-bit integer column holding a Snowflake ID, by default a new one per instance.
+
+    Usable as a primary key (``SnowflakeField(primary_key=True)``, as
+    :class:`~django_snowflake.models.SnowflakeModel` does) or as a plain column; foreign keys
+    to it are plain ``bigint`` columns. In forms it is a text input (see
+    :class:`~django_snowflake.forms.SnowflakeFormField`).
+    """
+
+    description = _("Snowflake ID")
+
+    def formfield(self, **kwargs: Any) -> forms.Field | None:
+        # Skip BigIntegerField.formfield(): its min_value/max_value are for number inputs,
+        # and an ID is typed and shown as text.
+        return models.Field.formfield(self, **{"form_class": SnowflakeFormField, **kwargs})
+
+
+class SnowflakeAutoField(_SnowflakeDefaultMixin, models.BigAutoField):  # type: ignore[misc,type-arg]
+    """A ``BigAutoField`` whose value is a Snowflake ID generated in Python, not by the database.
+
+    Set ``DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"`` (or an
+    AppConfig's ``default_auto_field``) to give every model of a project (or an app) Snowflake
+    keys. The column is a plain ``bigint``: no ``AUTOINCREMENT``, identity, serial or
+    ``AUTO_INCREMENT``, and no ``RETURNING`` clause on insert.
+    """
+
+    description = _("Snowflake ID (primary key)")
+    # The value is known before the INSERT; asking the database for it back is a wasted trip.
+    db_returning = False
+
+    def get_internal_type(self) -> str:
+        # The schema editors decide on AUTOINCREMENT, IDENTITY and AUTO_INCREMENT (and on
+        # dropping them when migrating from an AutoField) by the internal type.
+        return "BigIntegerField"

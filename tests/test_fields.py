@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, models
+from django.db.migrations.loader import MigrationLoader
+from django.test.utils import CaptureQueriesContext, isolate_apps, override_settings
+
+import django_snowflake
+from django_snowflake.fields import SnowflakeAutoField, SnowflakeField
+from django_snowflake.forms import SnowflakeFormField
+from tests.factories import EventFactory, TagFactory
+from tests.testapp.models import Customer, Event, Order, OrderItem, Tag, Ticket
+
+AUTO_INCREMENT_WORDS = ("AUTOINCREMENT", "AUTO_INCREMENT", "IDENTITY", "SERIAL")
+
+
+def test_instances_get_an_id_when_built_without_the_database() -> None:
+    first, second = Customer(name="a"), Event(name="b")
+    assert isinstance(first.pk, int) and isinstance(second.pk, int)
+    assert 0 < first.pk < second.pk < 2**63
+
+
+@pytest.mark.parametrize(
+    ("field", "expected"),
+    [
+        (SnowflakeField(), {}),
+        (SnowflakeField(primary_key=True), {"primary_key": True}),
+        (SnowflakeField(default=None, null=True), {"default": None, "null": True}),
+        (SnowflakeAutoField(primary_key=True), {"primary_key": True}),
+    ],
+)
+def test_deconstruct_leaves_out_the_fields_own_defaults(
+    field: models.Field[int, int], expected: dict[str, object]
+) -> None:
+    _name, path, args, kwargs = field.deconstruct()
+    assert path.startswith("django_snowflake.fields.")
+    assert (args, kwargs) == ([], expected)
+    rebuilt = type(field)(*args, **kwargs)
+    assert rebuilt.default is (None if "default" in expected else django_snowflake.generate)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "snowflake",
+    [
+        {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0},
+        {"WORKER_ALLOCATOR": "static", "WORKER_ID": 3, "LAYOUT": "sonyflake"},
+        {"EPOCH": "2020-01-01T00:00:00Z", "WORKER_BITS": 8, "SEQUENCE_BITS": 14},
+    ],
+)
+def test_settings_never_produce_a_migration(snowflake: dict[str, object]) -> None:
+    with override_settings(SNOWFLAKE=snowflake):
+        call_command("makemigrations", "--check", "--dry-run", stdout=StringIO())
+
+
+@pytest.mark.parametrize("model", [Customer, Order, OrderItem, Tag, Event, Ticket])
+def test_keys_and_foreign_keys_are_plain_bigints(model: type[models.Model]) -> None:
+    bigint = models.BigIntegerField().db_type(connection)
+    for field in model._meta.concrete_fields:
+        if isinstance(field, SnowflakeField | SnowflakeAutoField | models.ForeignKey):
+            assert field.db_type(connection) == bigint, field
+            assert field.db_type_suffix(connection) is None, field
+
+
+@pytest.mark.django_db(transaction=True)  # SQLite's schema editor refuses to run in atomic()
+def test_sqlmigrate_shows_no_autoincrement_on_snowflake_tables() -> None:
+    out = StringIO()
+    call_command("sqlmigrate", "testapp", "0001", stdout=out)
+    snowflake_tables = {"customer", "order", "orderitem", "tag", "event"}
+    statements = [
+        line.upper()
+        for line in out.getvalue().splitlines()
+        if line.startswith("CREATE TABLE")
+        and line.split()[2].strip('"`').removeprefix("testapp_") in snowflake_tables
+    ]
+    assert len(statements) == len(snowflake_tables)
+    for statement in statements:
+        assert not [word for word in AUTO_INCREMENT_WORDS if word in statement], statement
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("model", [Customer, Event])
+def test_save_is_one_insert_without_returning(model: type[models.Model]) -> None:
+    instance = model(name="x")
+    pk = instance.pk
+    with CaptureQueriesContext(connection) as queries:
+        instance.save()
+    assert len(queries) == 1
+    assert queries[0]["sql"].upper().startswith("INSERT")
+    assert "RETURNING" not in queries[0]["sql"].upper()
+    assert model.objects.get(pk=pk).pk == pk
+
+
+@pytest.mark.django_db
+def test_bulk_create_and_many_to_many() -> None:
+    events = Event.objects.bulk_create(Event(name=f"e{i}") for i in range(50))
+    assert sorted(Event.objects.values_list("pk", flat=True)) == [event.pk for event in events]
+    tags = TagFactory.create_batch(2)
+    event = EventFactory()
+    event.tags.add(*tags)
+    assert set(Tag.objects.filter(events=event)) == set(tags)
+
+
+def test_historical_models_in_migrations_still_get_ids() -> None:
+    state = MigrationLoader(None, ignore_no_migrations=True).project_state(
+        ("testapp", "0001_initial")
+    )
+    historical = state.apps.get_model("testapp", "Event")
+    assert historical(name="x").pk > 0
+
+
+@isolate_apps("tests.testapp")
+def test_default_auto_field_switches_a_model_in_one_line() -> None:
+    with override_settings(DEFAULT_AUTO_FIELD="django_snowflake.fields.SnowflakeAutoField"):
+
+        class Note(models.Model):  # noqa: DJ008
+            class Meta:
+                app_label = "tests_unlisted"
+
+    assert isinstance(Note._meta.pk, SnowflakeAutoField)
+    assert Note().pk > 0
+
+
+def test_form_fields() -> None:
+    assert isinstance(Ticket._meta.get_field("code").formfield(), SnowflakeFormField)
+    assert Event._meta.get_field("id").formfield() is None
+    assert Customer._meta.get_field("id").editable is False
+
+
+@isolate_apps("tests.testapp")
+@pytest.mark.parametrize(
+    ("field", "errors"),
+    [
+        (SnowflakeField(primary_key=True), []),
+        (SnowflakeField(unique=True, default=django_snowflake.generate), []),
+        (SnowflakeField(null=True, default=None), []),
+        (SnowflakeField(primary_key=True, default=7), ["django_snowflake.E040"]),
+        (SnowflakeField(unique=True, default=None, null=True), ["django_snowflake.E040"]),
+        (SnowflakeAutoField(primary_key=True, default=0), ["django_snowflake.E040"]),
+    ],
+)
+def test_E040_fixed_default_on_a_key(field: models.Field[int, int], errors: list[str]) -> None:
+    class Keyed(models.Model):  # noqa: DJ008
+        value = field
+
+        class Meta:
+            app_label = "testapp"
+
+    assert [message.id for message in field.check()] == errors
