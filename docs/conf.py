@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import django
+from sphinx.application import Sphinx
+from sphinx.util import logging
 
 ROOT = Path(__file__).resolve().parent.parent
 # The repository root, so autodoc imports this checkout and tests.settings is importable.
@@ -38,12 +40,10 @@ html_theme = "alabaster"
 html_theme_options = {"description": "Snowflake primary keys for Django"}
 
 
-def _check_preset_numbers(app, docname, source):  # type: ignore[no-untyped-def]
+def _check_preset_numbers(app: Sphinx, docname: str, source: list[str]) -> None:
     """Fail the build (a warning, under -W) if layouts.rst disagrees with the code."""
     if docname != "layouts":
         return
-    from sphinx.util import logging
-
     logger = logging.getLogger(__name__)
     lines = source[0].splitlines()
     for name in PRESETS:
@@ -62,5 +62,5 @@ def _check_preset_numbers(app, docname, source):  # type: ignore[no-untyped-def]
             )
 
 
-def setup(app):  # type: ignore[no-untyped-def]
+def setup(app: Sphinx) -> None:
     app.connect("source-read", _check_preset_numbers)

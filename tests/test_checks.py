@@ -105,15 +105,15 @@ def test_E010_invalid_epoch(epoch: object) -> None:
     assert ids({**STATIC, "EPOCH": epoch}) == ["django_snowflake.E010"]
 
 
-@pytest.mark.parametrize(
-    "epoch",
-    [
-        (datetime.now(UTC) + timedelta(days=1)).isoformat(),
-        datetime.now(UTC) + timedelta(days=1),
-        10**20,  # beyond datetime's range: the message must not overflow
-    ],
-)
-def test_E011_epoch_in_future(epoch: object) -> None:
+@pytest.mark.parametrize("spelling", ["iso", "datetime", "huge int"])
+def test_E011_epoch_in_future(spelling: str) -> None:
+    # Computed here, not at collection: pytest-xdist workers must collect the same IDs.
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    epoch = {
+        "iso": tomorrow.isoformat(),
+        "datetime": tomorrow,
+        "huge int": 10**20,  # beyond datetime's range: the message must not overflow
+    }[spelling]
     assert ids({**STATIC, "EPOCH": epoch}) == ["django_snowflake.E011"]
 
 
@@ -331,7 +331,7 @@ def _code_check_ids() -> list[str]:
 def test_check_ids_are_unique_and_documented() -> None:
     code = _code_check_ids()
     assert code, "no check IDs found: has the way checks are written changed?"
-    assert [id for id, count in Counter(code).items() if count > 1] == []
+    assert [check_id for check_id, count in Counter(code).items() if count > 1] == []
     documented = re.findall(
         r"django_snowflake\.[EW]\d{3}", (ROOT / "docs" / "checks.rst").read_text()
     )
