@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib import admin
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.utils.timesince import timesince
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
@@ -30,14 +30,13 @@ BREAKDOWN = (
 )
 
 
-def _part(
-    name: str, description: StrOrPromise, ordering: str | None = None
-) -> Callable[[Any, Model], Any]:
+def _part(name: str, description: StrOrPromise) -> Callable[[Any, Model], int]:
     """A read-only admin field showing one decoded part of the object's primary key."""
 
-    @admin.display(description=description, ordering=ordering)
-    def show(self: Any, obj: Model) -> Any:
-        return getattr(decode(obj.pk), name)
+    @admin.display(description=description)
+    def show(self: Any, obj: Model) -> int:
+        value: int = getattr(decode(obj.pk), name)
+        return value
 
     return show
 
@@ -55,13 +54,16 @@ class SnowflakeAdminMixin:
     Put it before ``admin.ModelAdmin``: ``class OrderAdmin(SnowflakeAdminMixin, admin.ModelAdmin)``.
     """
 
-    # An aware datetime: the admin shows it in the current time zone and locale.
-    snowflake_created = _part("timestamp", _("created"), ordering="pk")
     snowflake_id = _part("id", _("ID"))
     snowflake_worker = _part("worker_id", _("worker"))
     snowflake_datacenter = _part("datacenter_id", _("datacenter"))
     snowflake_sequence = _part("sequence", _("sequence"))
     snowflake_clock_sequence = _part("clock_sequence", _("clock sequence"))
+
+    @admin.display(description=_("created"), ordering="pk")
+    def snowflake_created(self, obj: Model) -> str:
+        """The time in the key, in the current time zone and the active locale's format."""
+        return formats.localize(timezone.localtime(decode(obj.pk).timestamp))
 
     def get_list_display(self, request: HttpRequest) -> Sequence[Any]:
         columns = list(super().get_list_display(request))  # type: ignore[misc]

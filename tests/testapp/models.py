@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from django_snowflake.fields import SnowflakeField
-from django_snowflake.models import SnowflakeManager, SnowflakeModel
+from django_snowflake.models import SnowflakeManager, SnowflakeManagerMixin, SnowflakeModel
 
 
 class Customer(SnowflakeModel):
@@ -29,10 +29,16 @@ class OrderItem(SnowflakeModel):
     quantity = models.PositiveIntegerField(default=1)
 
 
+class TagManager(SnowflakeManagerMixin, models.Manager["Tag"]):
+    """A project's own manager, given the time filters by the mixin."""
+
+
 class Tag(models.Model):
     """Keyed by the app's default_auto_field, SnowflakeAutoField."""
 
     name = models.CharField(max_length=30)
+
+    objects = TagManager()
 
     def __str__(self) -> str:
         return self.name

@@ -1,0 +1,189 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import reverse
+from django.utils import formats, timezone
+
+from django_snowflake import decode, get_generator
+from django_snowflake.models import WorkerNode
+from tests.factories import CustomerFactory, OrderFactory
+from tests.testapp.models import Order
+
+pytestmark = pytest.mark.django_db
+
+# UTC+14: the local day differs from the UTC day for much of every day.
+LOCAL_ZONE = "Pacific/Kiritimati"
+
+
+def order_at(dt: datetime) -> Order:
+    """An order whose key carries time ``dt``, under a worker ID the tests never hold."""
+    layout = get_generator().layout
+    units = layout.to_units(int(dt.timestamp() * 1000))
+    return OrderFactory(id=layout.compose(units, worker_id=layout.max_worker_id))
+
+
+def shown(dt: datetime) -> str:
+    """How the admin shows an aware datetime: local time zone, localized format."""
+    return formats.localize(timezone.template_localtime(dt))
+
+
+@override_settings(TIME_ZONE=LOCAL_ZONE)
+def test_changelist_has_a_created_column_newest_first(admin_client: Client) -> None:
+    orders = [OrderFactory() for _ in range(3)]
+    response = admin_client.get(reverse("admin:testapp_order_changelist"))
+    assert response.status_code == 200
+    assert list(response.context["cl"].result_list) == orders[::-1]
+    assert "column-snowflake_created" in response.text
+    assert shown(orders[0].created_at) in response.text
+    # The column sorts by the primary key.
+    response = admin_client.get(reverse("admin:testapp_order_changelist") + "?o=4")
+    assert list(response.context["cl"].result_list) == orders
+
+
+def test_the_admins_own_ordering_wins(admin_client: Client) -> None:
+    customers = [CustomerFactory(name=name) for name in ["b", "c", "a"]]
+    response = admin_client.get(reverse("admin:testapp_customer_changelist"))
+    assert list(response.context["cl"].result_list) == sorted(customers, key=lambda c: c.name)
+
+
+@override_settings(TIME_ZONE=LOCAL_ZONE)
+def test_change_page_breaks_the_id_down(admin_client: Client) -> None:
+    order = OrderFactory()
+    parts = decode(order.pk)
+    response = admin_client.get(reverse("admin:testapp_order_change", args=[order.pk]))
+    assert response.status_code == 200
+    fieldsets = [fieldset.name for fieldset in response.context["adminform"]]
+    assert fieldsets == [None, "Snowflake ID"]
+    (breakdown,) = [f for f in response.context["adminform"] if f.name == "Snowflake ID"]
+    rows = {
+        str(field.field["label"]): str(field.contents()) for line in breakdown for field in line
+    }
+    assert rows == {
+        "created": shown(parts.timestamp),
+        "ID": str(parts.id),
+        "worker": str(parts.worker_id),
+        "datacenter": "0",
+        "sequence": str(parts.sequence),
+        "clock sequence": "0",
+    }
+
+
+def test_declared_fieldsets_get_the_breakdown_too_and_adding_still_works(
+    admin_client: Client,
+) -> None:
+    customer = CustomerFactory()
+    change = admin_client.get(reverse("admin:testapp_customer_change", args=[customer.pk]))
+    assert [fieldset.name for fieldset in change.context["adminform"]] == [None, "Snowflake ID"]
+    add_url = reverse("admin:testapp_customer_add")
+    add = admin_client.get(add_url)
+    assert [fieldset.name for fieldset in add.context["adminform"]] == [None]
+    response = admin_client.post(add_url, {"name": "New customer"})
+    assert response.status_code == 302
+    assert CustomerFactory._meta.model.objects.filter(name="New customer").exists()
+
+
+@override_settings(TIME_ZONE=LOCAL_ZONE)
+def test_created_filter_uses_local_days(admin_client: Client) -> None:
+    now = timezone.localtime()
+    moments = [
+        now,
+        now.replace(hour=0, minute=0, second=0, microsecond=0),  # local midnight
+        now.replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(milliseconds=1),
+        now - timedelta(days=3),
+        now - timedelta(days=8),
+        now - timedelta(days=40),
+        now - timedelta(days=400),
+    ]
+    orders = {moment: order_at(moment) for moment in moments}
+    today = moments[1]
+    starts = {
+        "today": today,
+        "past_7_days": today - timedelta(days=7),
+        "this_month": today.replace(day=1),
+        "this_year": today.replace(month=1, day=1),
+    }
+    url = reverse("admin:testapp_order_changelist")
+    for choice, start in starts.items():
+        response = admin_client.get(url, {"created": choice})
+        expected = {order for moment, order in orders.items() if moment >= start}
+        assert set(response.context["cl"].result_list) == expected, choice
+    response = admin_client.get(url, {"created": "today"})
+    assert shown(orders[now].created_at) in response.text
+
+
+def test_created_filter_ignores_unknown_choices(admin_client: Client) -> None:
+    order = OrderFactory()
+    response = admin_client.get(reverse("admin:testapp_order_changelist"), {"created": "x"})
+    assert response.status_code == 200
+    assert list(response.context["cl"].result_list) == [order]
+
+
+def worker_node(worker_id: int, *, expires_in: timedelta, released: bool = False) -> WorkerNode:
+    now = timezone.now()
+    return WorkerNode.objects.create(
+        worker_id=worker_id,
+        host_name="web-1",
+        process_id=4242,
+        label="web",
+        launched_at=now - timedelta(hours=1),
+        heartbeat_at=now - timedelta(seconds=12),
+        lease_expires_at=now + expires_in,
+        released_at=now if released else None,
+        last_timestamp=0,
+        layout=get_generator().layout.fingerprint,
+        token="t",
+    )
+
+
+@pytest.fixture
+def nodes() -> dict[str, WorkerNode]:
+    return {
+        "active": worker_node(901, expires_in=timedelta(seconds=40)),
+        "expired": worker_node(902, expires_in=timedelta(seconds=-5)),
+        "released": worker_node(903, expires_in=timedelta(seconds=40), released=True),
+    }
+
+
+def test_worker_nodes_are_listed_with_their_lease_state(
+    admin_client: Client, nodes: dict[str, WorkerNode]
+) -> None:
+    url = reverse("admin:django_snowflake_workernode_changelist")
+    response = admin_client.get(url)
+    assert response.status_code == 200
+    assert "12 seconds ago" in response.text
+    assert reverse("admin:django_snowflake_workernode_add") not in response.text
+    for state, node in nodes.items():
+        filtered = admin_client.get(url, {"lease": state})
+        assert list(filtered.context["cl"].result_list) == [node]
+        assert f'<td class="field-lease">{state}</td>' in filtered.text
+
+
+def test_worker_nodes_are_view_only(admin_client: Client, nodes: dict[str, WorkerNode]) -> None:
+    node = nodes["active"]
+    assert admin_client.get(reverse("admin:django_snowflake_workernode_add")).status_code == 403
+    url = reverse("admin:django_snowflake_workernode_change", args=[node.pk])
+    page = admin_client.get(url)
+    assert page.status_code == 200
+    assert 'name="_save"' not in page.text
+    assert admin_client.post(url, {"label": "changed"}).status_code == 403
+    node.refresh_from_db()
+    assert node.label == "web"
+
+
+def test_only_expired_or_released_slots_may_be_deleted(
+    admin_client: Client, nodes: dict[str, WorkerNode]
+) -> None:
+    active = reverse("admin:django_snowflake_workernode_delete", args=[nodes["active"].pk])
+    assert admin_client.get(active).status_code == 403
+    assert admin_client.post(active, {"post": "yes"}).status_code == 403
+    for state in ["expired", "released"]:
+        url = reverse("admin:django_snowflake_workernode_delete", args=[nodes[state].pk])
+        confirmation = admin_client.get(url)
+        assert confirmation.status_code == 200
+        assert "breaks the guarantee that every ID is unique" in confirmation.text
+        assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert list(WorkerNode.objects.filter(worker_id__gte=900)) == [nodes["active"]]
