@@ -298,6 +298,7 @@ class SnowflakeGenerator:
                 self._seq = seq if unit == t else -1
                 self._base = t << self._time_shift | self._node
                 return None  # the loop issues from this unit, or waits if it is spent
+            policy = "wait"  # a unit of a previous holder, of which it has no record
         elif policy == "borrow":
             if behind <= self.max_rollback_ms:
                 if self._seq < self._max_seq:

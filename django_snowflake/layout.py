@@ -107,7 +107,7 @@ class BitLayout:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
         if self.time_bits < 1:
-            raise ValueError("time_bits must be at least 1")
+            raise ValueError(f"time_bits must be at least 1, got {self.time_bits}")
         if self.total_bits > MAX_BITS:
             parts = " + ".join(f"{getattr(self, name)}" for name in BIT_FIELDS)
             raise ValueError(
@@ -198,8 +198,14 @@ class BitLayout:
 
     @property
     def lifespan_end(self) -> datetime:
-        """The first instant no ID can carry: the epoch plus ``2**time_bits`` units."""
-        return ms_to_datetime(self.epoch_ms + (self.max_time + 1) * self.time_unit_ms)
+        """The first instant no ID can carry: the epoch plus ``2**time_bits`` units.
+
+        ``datetime.max`` (UTC) when that instant lies past the year 9999.
+        """
+        try:
+            return ms_to_datetime(self.unit_start_ms(self.max_time + 1))
+        except OverflowError:
+            return datetime.max.replace(tzinfo=UTC)
 
     @property
     def fingerprint(self) -> str:
@@ -280,9 +286,15 @@ class BitLayout:
         """Split an ID into its fields; raises :class:`InvalidSnowflake` for bad input."""
         number = self.validate(value)
         units = number >> self.time_shift
+        try:
+            timestamp = ms_to_datetime(self.unit_start_ms(units))
+        except OverflowError:
+            raise InvalidSnowflake(
+                f"{number} carries a time past the year 9999, which no datetime can hold"
+            ) from None
         return SnowflakeParts(
             id=number,
-            timestamp=ms_to_datetime(self.unit_start_ms(units)),
+            timestamp=timestamp,
             datacenter_id=(number >> self.datacenter_shift) & self.max_datacenter_id,
             clock_sequence=(number >> self.clock_sequence_shift) & self.max_clock_sequence,
             worker_id=(number >> self.worker_shift) & self.max_worker_id,
@@ -312,3 +324,31 @@ class BitLayout:
         """
         units = min(max(self._units_of(dt) + 1, 0), self.max_time + 1)
         return (units << self.time_shift) - 1
+
+
+def bit_diagram(layout: BitLayout) -> str:
+    """A text diagram of the layout's fields, most significant bit first::
+
+    +------+--------------+-------------+---------------+
+    | 0    | time (41)    | worker (10) | sequence (12) |
+    | 63   | 62-22        | 21-12       | 11-0          |
+    +------+--------------+-------------+---------------+
+    """
+    fields = [("0", 64 - layout.total_bits)] + [
+        (name.removesuffix("_bits").replace("_", " "), getattr(layout, name))
+        for name in BIT_FIELDS
+        if getattr(layout, name)
+    ]
+    top = 63
+    labels, ranges = [], []
+    for name, bits in fields:
+        labels.append(name if name == "0" else f"{name} ({bits})")
+        ranges.append(str(top) if bits == 1 else f"{top}-{top - bits + 1}")
+        top -= bits
+    widths = [max(len(a), len(b)) for a, b in zip(labels, ranges, strict=True)]
+    rule = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+
+    def row(cells: list[str]) -> str:
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(cells, widths, strict=True)) + "|"
+
+    return "\n".join([rule, row(labels), row(ranges), rule])

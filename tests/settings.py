@@ -39,6 +39,11 @@ SERVER_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+# Test databases are named per run, so concurrent runs (tox -p, several checkouts) never
+# create or drop each other's; subprocesses are given the name they must use.
+RUN = os.environ.get("SNOWFLAKE_TEST_RUN", str(os.getpid()))
+
+
 def get_db_conf() -> dict[str, Any]:
     """Return the ``default`` database chosen by ``SNOWFLAKE_TEST_DB``."""
     vendor = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
@@ -48,7 +53,7 @@ def get_db_conf() -> dict[str, Any]:
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": os.environ.get("SNOWFLAKE_TEST_DB_NAME", str(BASE_DIR / ".test_db.sqlite3")),
-            "TEST": {"NAME": str(BASE_DIR / ".test_db_test.sqlite3")},
+            "TEST": {"NAME": str(BASE_DIR / f".test_db_test_{RUN}.sqlite3")},
             "OPTIONS": {"timeout": 20},
         }
     if vendor not in SERVER_DEFAULTS:
@@ -57,6 +62,7 @@ def get_db_conf() -> dict[str, Any]:
             f"SNOWFLAKE_TEST_DB={vendor!r} is not a supported test database; use one of {choices}."
         )
     conf = copy.deepcopy(SERVER_DEFAULTS[vendor])
+    conf.setdefault("TEST", {})["NAME"] = f"test_django_snowflake_{RUN}"
     for key in ("HOST", "PORT", "USER", "PASSWORD", "NAME"):
         conf[key] = os.environ.get(f"SNOWFLAKE_TEST_DB_{key}", conf[key])
     return conf

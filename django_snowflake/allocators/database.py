@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.db import DatabaseError, IntegrityError, connections, transaction
+from django.db import DatabaseError, IntegrityError, OperationalError, connections
 from django.db.models import F
 from django.db.models.functions import Greatest, Now
 from django.db.models.sql import Query
@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from ..exceptions import LayoutMismatch, NoWorkerAvailable, SnowflakeError, WorkerLeaseLost
 from ..generator import Lease
+from ..layout import ms_to_datetime
 from .base import BaseAllocator
 
 if TYPE_CHECKING:
@@ -183,6 +184,8 @@ class DatabaseAllocator(BaseAllocator):
                 except Exception:  # a release is a courtesy; the lease expires anyway
                     logger.warning("Could not release worker slot", exc_info=True)
         if self._executor is not None:
+            # The thread's own connection closes with it, not left for the server to reap.
+            self._executor.submit(_close_connection, self.alias)
             self._executor.shutdown(wait=False)
             self._executor = None
 
@@ -193,9 +196,20 @@ class DatabaseAllocator(BaseAllocator):
     def describe(self) -> dict[str, Any]:
         facts = super().describe()
         facts.update(database=self.alias, lease_seconds=self.lease_seconds)
-        if self._pk is not None:
-            facts.update(row=self._pk, claim_seconds=self.claim_seconds)
-            facts["clock_offset_ms"] = self.clock_offset_ms
+        pk = self._pk
+        if pk is not None:
+            node = self._run(lambda: self._node().objects.using(self.alias).get(pk=pk))
+            facts.update(
+                lease_expires_at=node.lease_expires_at.isoformat(),
+                heartbeat_at=node.heartbeat_at.isoformat(),
+                reserved_until=ms_to_datetime(
+                    self.layout.unit_start_ms(node.last_timestamp + 1)
+                ).isoformat(),
+                claim_ms=None
+                if self.claim_seconds is None
+                else round(self.claim_seconds * 1000, 2),
+                clock_offset_ms=self.clock_offset_ms,
+            )
         return facts
 
     # Database work, on the allocator's thread.
@@ -250,62 +264,80 @@ class DatabaseAllocator(BaseAllocator):
 
     def _claim(self, generator: SnowflakeGenerator) -> Lease:
         WorkerNode = self._node()
-        nodes = WorkerNode.objects.using(self.alias)
         fingerprint = self.layout.fingerprint
-        other = nodes.exclude(layout=fingerprint).values_list("layout", flat=True).first()
+        other = (
+            WorkerNode.objects.using(self.alias)
+            .exclude(layout=fingerprint)
+            .values_list("layout", flat=True)
+            .first()
+        )
         if other is not None:
             raise LayoutMismatch(fingerprint, other)
         self._measure_offset(generator)
         hostname = socket.gethostname()
+        error: DatabaseError | None = None
         for attempt in range(MAX_CLAIM_ATTEMPTS):
-            token = uuid.uuid4().hex
-            limit, high_water = self._reservation(generator)
-            holder = {
-                "host_name": hostname[:255],
-                "process_id": os.getpid(),
-                "label": self.label,
-                "node_type": node_type(),
-                "heartbeat_at": Now(),
-                "lease_expires_at": self._lease_expiry(),
-                "token": token,
-            }
-            expired = nodes.filter(datacenter_id=self.datacenter_id, lease_expires_at__lt=Now())
-            candidate = (
-                expired.filter(host_name=hostname).order_by("worker_id").first()
-                or expired.order_by("worker_id").first()
-            )
-            if candidate is not None:
-                won = nodes.filter(
-                    pk=candidate.pk, token=candidate.token, lease_expires_at__lt=Now()
-                ).update(
-                    **holder,
-                    launched_at=Now(),
-                    released_at=None,
-                    last_timestamp=Greatest(F("last_timestamp"), high_water),
-                )
-                if won:
-                    return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
+            try:
+                lease = self._claim_once(generator, hostname, attempt)
+            except (IntegrityError, OperationalError) as exc:
+                # Another process took the worker ID first (IntegrityError), or the database
+                # broke a lock cycle between two claims: SQLite's "database is locked",
+                # InnoDB's deadlock. A real outage fails every attempt and is raised below.
+                error = exc
             else:
-                try:
-                    with transaction.atomic(using=self.alias):
-                        row = nodes.create(
-                            **holder,
-                            worker_id=self._free_worker_id(attempt),
-                            datacenter_id=self.datacenter_id,
-                            launched_at=Now(),
-                            last_timestamp=high_water,
-                            layout=fingerprint,
-                        )
-                except IntegrityError:
-                    pass  # another process took this worker ID first
-                else:
-                    return self._hold(row, token, limit, floor=-1)
+                if lease is not None:
+                    return lease
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
+        if isinstance(error, OperationalError):
+            raise error
         raise WorkerLeaseLost(
             f"Could not claim a worker slot in {MAX_CLAIM_ATTEMPTS} attempts: every attempt "
             "lost a race with another process. Retry; if it persists, fewer processes should "
             "start at the same moment."
         )
+
+    def _claim_once(
+        self, generator: SnowflakeGenerator, hostname: str, attempt: int
+    ) -> Lease | None:
+        """One compare-and-set attempt; ``None`` when another process won the candidate."""
+        nodes = self._node().objects.using(self.alias)
+        token = uuid.uuid4().hex
+        limit, high_water = self._reservation(generator)
+        holder = {
+            "host_name": hostname[:255],
+            "process_id": os.getpid(),
+            "label": self.label,
+            "node_type": node_type(),
+            "heartbeat_at": Now(),
+            "lease_expires_at": self._lease_expiry(),
+            "token": token,
+        }
+        expired = nodes.filter(datacenter_id=self.datacenter_id, lease_expires_at__lt=Now())
+        candidate = (
+            expired.filter(host_name=hostname).order_by("worker_id").first()
+            or expired.order_by("worker_id").first()
+        )
+        if candidate is not None:
+            won = nodes.filter(
+                pk=candidate.pk, token=candidate.token, lease_expires_at__lt=Now()
+            ).update(
+                **holder,
+                launched_at=Now(),
+                released_at=None,
+                last_timestamp=Greatest(F("last_timestamp"), high_water),
+            )
+            if not won:
+                return None
+            return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
+        row = nodes.create(
+            **holder,
+            worker_id=self._free_worker_id(attempt),
+            datacenter_id=self.datacenter_id,
+            launched_at=Now(),
+            last_timestamp=high_water,
+            layout=self.layout.fingerprint,
+        )
+        return self._hold(row, token, limit, floor=-1)
 
     def _free_worker_id(self, attempt: int) -> int:
         """The lowest unused worker ID; after lost races, one of the lowest few, at random."""
@@ -409,7 +441,11 @@ class DatabaseAllocator(BaseAllocator):
                     return
                 generator.extend(lease, limit)
         finally:
-            connections[self.alias].close()
+            _close_connection(self.alias)
+
+
+def _close_connection(alias: str) -> None:
+    connections[alias].close()
 
 
 def _with_connection(alias: str, function: Callable[[], T]) -> T:

@@ -1,0 +1,103 @@
+"""``manage.py show_worker [--json] [--all]``: this process's layout, capacity and lease."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
+from django.utils import timezone
+
+from ... import get_generator
+from ...conf import get_settings
+from ...exceptions import SnowflakeError
+from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
+
+
+class Command(BaseCommand):
+    help = (
+        "Claim a worker slot if none is held, then show the layout (bit diagram, capacity, "
+        "lifespan), the allocator, the worker and datacenter IDs, the lease and the clock policy."
+    )
+    requires_system_checks: list[str] = []  # report bad settings as a one-line error instead
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--json", action="store_true", help="Print one JSON object.")
+        parser.add_argument(
+            "--all", action="store_true", help="Also list every slot of the worker table."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            generator = get_generator()
+            lease = generator.ensure_lease()
+        except SnowflakeError as exc:
+            raise CommandError(str(exc)) from None
+        except Exception as exc:  # ImproperlyConfigured, or a database that is not migrated
+            raise CommandError(f"{exc.__class__.__name__}: {exc}") from None
+        layout = generator.layout
+        now = datetime.now(UTC)
+        high = generator.last_timestamp
+        report: dict[str, Any] = {
+            "layout": {
+                "fingerprint": layout.fingerprint,
+                **{name: getattr(layout, name) for name in BIT_FIELDS},
+                "time_unit_ms": layout.time_unit_ms,
+                "epoch": layout.epoch_datetime.isoformat(),
+            },
+            "ids_per_second_per_worker": layout.ids_per_second,
+            "workers": layout.workers,
+            "lifespan_end": layout.lifespan_end.isoformat(),
+            "years_left": round((layout.lifespan_end - now).days / 365.25, 1),
+            **generator.lease_source.describe(),  # type: ignore[union-attr]
+            "worker_id": lease.worker_id,
+            "datacenter_id": lease.datacenter_id,
+            "clock_sequence": generator.clock_sequence,
+            "clock_rollback": generator.rollback,
+            "max_rollback_ms": generator.max_rollback_ms,
+            "high_water": None
+            if high < 0
+            else ms_to_datetime(layout.unit_start_ms(high)).isoformat(),
+            "label": get_settings()["PROCESS_LABEL"],
+        }
+        if options["all"]:
+            try:
+                report["slots"] = self.slots()
+            except DatabaseError as exc:
+                raise CommandError(f"The worker table cannot be read: {exc}") from None
+        if options["json"]:
+            self.stdout.write(json.dumps(report, indent=2, default=str))
+            return
+        self.stdout.write(bit_diagram(layout))
+        for key, value in report.items():
+            if key == "slots":
+                continue
+            if isinstance(value, dict):
+                value = ", ".join(f"{k}={v}" for k, v in value.items())
+            self.stdout.write(f"{key.replace('_', ' ')}: {value}")
+        for slot in report.get("slots", []):
+            self.stdout.write(
+                "slot {worker_id}/{datacenter_id} {state} host={host_name} pid={process_id} "
+                "label={label!r} expires={lease_expires_at}".format(**slot)
+            )
+
+    def slots(self) -> list[dict[str, Any]]:
+        from ...models import WorkerNode
+
+        now = timezone.now()
+        rows = WorkerNode.objects.using(get_settings()["DATABASE"])
+        return [
+            {
+                "worker_id": node.worker_id,
+                "datacenter_id": node.datacenter_id,
+                "state": node.lease_state(now),
+                "host_name": node.host_name,
+                "process_id": node.process_id,
+                "label": node.label,
+                "lease_expires_at": node.lease_expires_at.isoformat(),
+                "last_timestamp": node.last_timestamp,
+            }
+            for node in rows
+        ]

@@ -1,0 +1,343 @@
+"""The database allocator against the real database: processes, forks, kills, races."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import statistics
+import sys
+import threading
+import time
+from array import array
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.core import checks
+from django.db import transaction
+from django.db.backends.utils import CursorWrapper
+from django.utils import timezone
+
+import django_snowflake
+from django_snowflake import decode, generate, get_generator
+from django_snowflake.apps import claims_eagerly
+from django_snowflake.exceptions import (
+    ClockMovedBackwards,
+    LayoutMismatch,
+    NoWorkerAvailable,
+)
+from django_snowflake.generator import SnowflakeGenerator
+from django_snowflake.models import WorkerNode
+from django_snowflake.testing import driven_clock
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def read_ids(path: Path) -> list[int]:
+    ids = array("q")
+    ids.frombytes(path.read_bytes())
+    return ids.tolist()
+
+
+def wait_line(process: Any, prefix: str, timeout: float = 60) -> list[str]:
+    """The words of the next stdout line of ``process``, which must start with ``prefix``."""
+    deadline = time.monotonic() + timeout
+    line = process.stdout.readline()
+    assert time.monotonic() < deadline, f"no {prefix!r} line in {timeout} s"
+    words = line.split()
+    assert words and words[0] == prefix, f"expected {prefix!r}, got {line!r}"
+    return words
+
+
+@pytest.fixture
+def database_generator(settings: Any) -> Iterator[Callable[..., SnowflakeGenerator]]:
+    """Switch the process-local generator to the database allocator with these settings."""
+
+    def use(**snowflake: Any) -> SnowflakeGenerator:
+        settings.SNOWFLAKE = snowflake
+        return get_generator()
+
+    yield use
+
+
+def test_processes_never_share_a_worker_id_or_an_id(spawn: Any, tmp_path: Path) -> None:
+    go = tmp_path / "go"
+    processes = [
+        spawn("generate", "--count", "20000", "--out", str(tmp_path / f"ids{n}"), "--go", str(go))
+        for n in range(8)
+    ]
+    workers = [int(wait_line(process, "claimed")[1]) for process in processes]
+    assert len(set(workers)) == 8, workers  # all eight leases are held at this moment
+    go.touch()
+    for process in processes:
+        assert process.wait(timeout=120) == 0
+    ids = [i for n in range(8) for i in read_ids(tmp_path / f"ids{n}")]
+    assert len(ids) == 160_000
+    assert len(set(ids)) == len(ids)
+    # A clean exit releases the slot.
+    assert not WorkerNode.objects.filter(released_at__isnull=True).exists()
+
+
+def test_fork_after_use(spawn: Any, tmp_path: Path) -> None:
+    out = tmp_path / "ids"
+    process = spawn("fork", "--count", "5000", "--children", "3", "--out", str(out))
+    assert process.wait(timeout=120) == 0
+    lines = [line.split() for line in process.stdout.read().splitlines()]
+    workers = [int(words[1]) for words in lines]
+    assert len(workers) == 4 and len(set(workers)) == 4, lines
+    ids = read_ids(out) + [i for n in range(3) for i in read_ids(Path(f"{out}.child{n}"))]
+    assert len(ids) == 4 * 5000 + 5000
+    assert len(set(ids)) == len(ids)
+
+
+def test_claim_herd(spawn: Any, tmp_path: Path) -> None:
+    start, go = tmp_path / "start", tmp_path / "go"
+    barriers = ("--start", str(start), "--go", str(go))
+    processes = [
+        spawn("generate", "--count", "10", "--out", str(tmp_path / f"ids{n}"), *barriers)
+        for n in range(32)
+    ]
+    time.sleep(1)  # let the interpreters import Django before the starting gun
+    start.touch()
+    claims = [wait_line(process, "claimed", timeout=120)[1:] for process in processes]
+    go.touch()  # every lease was held at once until here
+    for process in processes:
+        assert process.wait(timeout=120) == 0
+    workers = {int(worker) for worker, _ in claims}
+    seconds = sorted(float(took) for _, took in claims)
+    assert len(workers) == 32
+    print(
+        f"\n32-process claim herd on {WorkerNode.objects.db}: median "
+        f"{statistics.median(seconds) * 1000:.1f} ms, worst {seconds[-1] * 1000:.1f} ms"
+    )
+
+
+def test_killed_holder_slot_is_reused_only_after_its_lease(spawn: Any, tmp_path: Path) -> None:
+    short = {"LEASE_SECONDS": 3}
+    issued = tmp_path / "held"
+    holder = spawn("hold", "--out", str(issued), snowflake=short)
+    held_worker = int(wait_line(holder, "claimed")[1])
+    while not issued.exists() or issued.stat().st_size < 8 * 1000:
+        time.sleep(0.01)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    killed_ids = read_ids(issued)
+
+    during = spawn("generate", "--count", "10", "--out", str(tmp_path / "during"), snowflake=short)
+    assert int(wait_line(during, "claimed")[1]) != held_worker
+    assert during.wait(timeout=60) == 0
+
+    row = WorkerNode.objects.get(worker_id=held_worker)
+    while row.lease_expires_at >= timezone.now():
+        time.sleep(0.1)
+        row.refresh_from_db()
+    after = spawn("generate", "--count", "1000", "--out", str(tmp_path / "after"), snowflake=short)
+    assert int(wait_line(after, "claimed")[1]) == held_worker
+    assert after.wait(timeout=60) == 0
+    new_ids = read_ids(tmp_path / "after")
+    assert min(new_ids) > max(killed_ids)
+    assert not set(new_ids) & set(killed_ids)
+
+
+def test_claim_inside_a_rolled_back_transaction_holds(database_generator: Any) -> None:
+    generator = database_generator()
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        generate()
+        1 / 0  # noqa: B018
+    assert generator.lease is not None
+    row = WorkerNode.objects.get(worker_id=generator.lease.worker_id)
+    assert row.process_id == os.getpid()
+    assert row.released_at is None
+    assert row.lease_expires_at > timezone.now()
+
+
+def test_first_id_from_async_code(database_generator: Any) -> None:
+    database_generator()
+
+    async def first() -> int:
+        return generate()
+
+    value = asyncio.run(first())
+    assert decode(value).worker_id == WorkerNode.objects.get().worker_id
+
+
+def test_ids_after_the_claim_issue_no_queries(database_generator: Any) -> None:
+    database_generator()
+    generate()
+    executed: list[str] = []
+    real_execute = CursorWrapper.execute
+
+    def counting(self: CursorWrapper, sql: str, params: Any = None) -> Any:
+        executed.append(sql)  # every thread's cursors pass here
+        return real_execute(self, sql, params)
+
+    with mock.patch.object(CursorWrapper, "execute", counting):
+        ids = [generate() for _ in range(1000)] + django_snowflake.generate_many(1000)
+    assert executed == []
+    assert len(set(ids)) == 2000
+
+
+def expired_slot(worker_id: int, last_timestamp: int, *, layout: str, **fields: Any) -> WorkerNode:
+    long_ago = timezone.now() - timedelta(hours=1)
+    return WorkerNode.objects.create(
+        worker_id=worker_id,
+        host_name="elsewhere",
+        process_id=1,
+        launched_at=long_ago,
+        heartbeat_at=long_ago,
+        lease_expires_at=long_ago,
+        last_timestamp=last_timestamp,
+        layout=layout,
+        token="previous",
+        **fields,
+    )
+
+
+@pytest.mark.parametrize(
+    ("policy", "ahead_ms", "outcome"),
+    [
+        ("raise", 3, "raises"),
+        ("wait", 3, "waits"),
+        ("wait", 10_000, "raises"),
+        ("borrow", 3, "borrows"),
+        ("borrow", 10_000, "raises"),
+        ("ring", 3, "waits"),
+        ("ring", 10_000, "raises"),
+        ("clock_sequence", 10_000, "new clock sequence"),
+    ],
+)
+def test_clock_behind_the_slot_high_water_at_claim(
+    database_generator: Any, policy: str, ahead_ms: int, outcome: str
+) -> None:
+    layout = {"CLOCK_SEQUENCE_BITS": 2, "WORKER_BITS": 8} if policy == "clock_sequence" else {}
+    generator = database_generator(CLOCK_ROLLBACK=policy, **layout)
+    with driven_clock(generator) as clock:
+        high_water = generator.layout.to_units(clock.ms + ahead_ms)
+        clock_sequence = 1 if policy == "clock_sequence" else 0
+        expired_slot(
+            0, high_water, layout=generator.layout.fingerprint, clock_sequence=clock_sequence
+        )
+        if outcome == "raises":
+            with pytest.raises(ClockMovedBackwards):
+                generate()
+            return
+        parts = decode(generate())
+    assert parts.worker_id == 0
+    time_unit = generator.layout.to_units(int(parts.timestamp.timestamp() * 1000))
+    if outcome == "new clock sequence":
+        assert parts.clock_sequence == 2
+        assert WorkerNode.objects.get().clock_sequence == 2  # stored before the ID used it
+        assert time_unit < high_water
+    else:
+        assert time_unit > high_water
+        assert clock.slept_ms > 0 if outcome == "waits" else clock.slept_ms == 0
+
+
+def test_no_worker_available_when_every_slot_is_held(database_generator: Any) -> None:
+    generator = database_generator(WORKER_BITS=2)
+    later = timezone.now() + timedelta(hours=1)
+    for worker_id in range(4):
+        WorkerNode.objects.create(
+            worker_id=worker_id,
+            host_name="elsewhere",
+            process_id=1,
+            launched_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            lease_expires_at=later,
+            last_timestamp=0,
+            layout=generator.layout.fingerprint,
+            token="live",
+        )
+    with pytest.raises(NoWorkerAvailable, match="All 4 worker slots are leased"):
+        generate()
+
+
+def test_layout_mismatch(database_generator: Any) -> None:
+    generator = database_generator()
+    expired_slot(5, 0, layout="v1/39-0-0-16-8/10ms/0")
+    with pytest.raises(LayoutMismatch, match="v1/39-0-0-16-8/10ms/0"):
+        generate()
+    messages = checks.run_checks(databases=["default"], tags=[checks.Tags.database])
+    assert [m.id for m in messages] == ["django_snowflake.E039"]
+    assert generator.layout.fingerprint in messages[0].msg
+
+
+@pytest.mark.parametrize("loss", ["re-owned", "deleted"])
+def test_a_lost_lease_stops_issuing_and_the_next_id_reclaims(
+    database_generator: Any, loss: str
+) -> None:
+    generator = database_generator(LEASE_SECONDS=3)
+    before = [generate() for _ in range(100)]
+    lease = generator.lease
+    assert lease is not None
+    rows = WorkerNode.objects.filter(worker_id=lease.worker_id)
+    if loss == "deleted":  # as TransactionTestCase's flush does
+        rows.delete()
+    else:
+        rows.update(token="someone else")
+    deadline = time.monotonic() + 5
+    while generator.lease is lease and time.monotonic() < deadline:
+        time.sleep(0.05)  # the heartbeat runs every second
+    assert generator.lease is None
+    after = [generate() for _ in range(100)]
+    assert generator.lease is not None
+    assert min(after) > max(before)
+    assert len(set(before + after)) == 200
+
+
+def test_reaching_the_lease_limit_renews_before_issuing(database_generator: Any) -> None:
+    generator = database_generator(LEASE_SECONDS=60)
+    with driven_clock(generator) as clock:
+        generate()
+        old_limit = generator._limit
+        clock.advance(50_000)  # past the reservation, before any heartbeat
+        value = generate()
+    assert generator._limit > old_limit
+    row = WorkerNode.objects.get()
+    assert row.last_timestamp >= generator.layout.to_units(clock.ms)
+    assert decode(value).worker_id == row.worker_id
+
+
+def test_threads_share_one_lease(database_generator: Any) -> None:
+    database_generator()
+    results: list[list[int]] = []
+
+    def work() -> None:
+        results.append([generate() for _ in range(5000)])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    ids = [i for chunk in results for i in chunk]
+    assert len(set(ids)) == 20_000
+    assert WorkerNode.objects.count() == 1
+
+
+@pytest.mark.parametrize(("claim_on_ready", "lease"), [(True, "0"), (False, "none")])
+def test_claim_on_ready(spawn: Any, claim_on_ready: bool, lease: str) -> None:
+    process = spawn("setup", snowflake={"CLAIM_ON_READY": claim_on_ready})
+    assert wait_line(process, "lease") == ["lease", lease]
+    assert process.wait(timeout=60) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "eager"),
+    [
+        (["manage.py", "migrate"], False),
+        (["manage.py", "makemigrations"], False),
+        (["/srv/app/manage.py", "runserver"], True),
+        (["gunicorn", "shop.wsgi"], True),
+        (["celery", "-A", "shop", "worker"], True),
+    ],
+)
+def test_claim_on_ready_skips_commands_without_the_table(
+    argv: list[str], eager: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delitem(sys.modules, "pytest")
+    assert claims_eagerly(argv) is eager

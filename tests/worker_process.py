@@ -1,0 +1,110 @@
+"""A separate process for the lease tests: ``python -m tests.worker_process MODE ...``.
+
+It runs on the test database named by the environment (``SNOWFLAKE_TEST_DB``,
+``SNOWFLAKE_TEST_DB_NAME``, ``SNOWFLAKE_TEST_SETTINGS``), writes the IDs it generated to
+``--out`` as native int64s, and reports on stdout one line per event, e.g. ``claimed 3 0.004``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from array import array
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+
+def report(*words: object) -> None:
+    # One write(2) per line: forked processes share the pipe, and short writes are atomic.
+    os.write(1, (" ".join(map(str, words)) + "\n").encode())
+
+
+def write_ids(path: str, ids: list[int]) -> None:
+    with open(path, "wb") as out:
+        array("q", ids).tofile(out)
+
+
+def wait_for(path: str | None) -> None:
+    while path and not Path(path).exists():
+        time.sleep(0.005)
+
+
+def claim() -> None:
+    from django_snowflake import get_generator
+
+    generator = get_generator()
+    started = time.perf_counter()
+    lease = generator.ensure_lease()
+    report("claimed", lease.worker_id, f"{time.perf_counter() - started:.6f}")
+
+
+def generate(args: argparse.Namespace) -> None:
+    from django_snowflake import generate as next_id
+
+    wait_for(args.start)
+    claim()
+    wait_for(args.go)
+    write_ids(args.out, [next_id() for _ in range(args.count)])
+    report("done")
+
+
+def fork(args: argparse.Namespace) -> None:
+    from django_snowflake import decode
+    from django_snowflake import generate as next_id
+
+    ids = [next_id() for _ in range(args.count)]
+    children = []
+    for number in range(args.children):
+        pid = os.fork()
+        if pid == 0:
+            child_ids = [next_id() for _ in range(args.count)]
+            write_ids(f"{args.out}.child{number}", child_ids)
+            report("child", decode(child_ids[0]).worker_id)
+            os._exit(0)
+        children.append(pid)
+    ids += [next_id() for _ in range(args.count)]
+    for pid in children:
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    write_ids(args.out, ids)
+    report("parent", decode(ids[0]).worker_id)
+
+
+def hold(args: argparse.Namespace) -> None:
+    """Generate until killed, appending every ID to ``--out`` as it is issued."""
+    from django_snowflake import generate as next_id
+
+    claim()
+    fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    while True:
+        os.write(fd, array("q", [next_id()]).tobytes())
+
+
+def setup(args: argparse.Namespace) -> None:
+    """Report the lease held right after ``django.setup()`` (``CLAIM_ON_READY``)."""
+    from django_snowflake import get_generator
+
+    lease = get_generator().lease
+    report("lease", "none" if lease is None else lease.worker_id)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["generate", "fork", "hold", "setup"])
+    parser.add_argument("--out", default="")
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--children", type=int, default=3)
+    parser.add_argument("--start", help="wait for this file before claiming")
+    parser.add_argument("--go", help="wait for this file after claiming")
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    {"generate": generate, "fork": fork, "hold": hold, "setup": setup}[args.mode](args)
+
+
+if __name__ == "__main__":
+    main()
