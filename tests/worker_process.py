@@ -82,6 +82,31 @@ def hold(args: argparse.Namespace) -> None:
         os.write(fd, array("q", [next_id()]).tobytes())
 
 
+def outage(args: argparse.Namespace) -> None:
+    """Generate until ``--go`` exists, reporting when IDs stop and when they resume."""
+    from django_snowflake import generate as next_id
+    from django_snowflake.exceptions import WorkerLeaseLost
+
+    claim()
+    fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    issuing = True
+    while not Path(args.go).exists():
+        try:
+            value = next_id()
+        except WorkerLeaseLost:
+            if issuing:
+                report("stopped")
+                issuing = False
+            time.sleep(0.05)
+            continue
+        os.write(fd, array("q", [value]).tobytes())
+        if not issuing:
+            report("resumed")
+            issuing = True
+        time.sleep(0.001)
+    report("done")
+
+
 def setup(args: argparse.Namespace) -> None:
     """Report the lease held right after ``django.setup()`` (``CLAIM_ON_READY``)."""
     from django_snowflake import get_generator
@@ -92,7 +117,7 @@ def setup(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["generate", "fork", "hold", "setup"])
+    parser.add_argument("mode", choices=["generate", "fork", "hold", "outage", "setup"])
     parser.add_argument("--out", default="")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--children", type=int, default=3)
@@ -103,7 +128,8 @@ def main() -> None:
     import django
 
     django.setup()
-    {"generate": generate, "fork": fork, "hold": hold, "setup": setup}[args.mode](args)
+    modes = {"generate": generate, "fork": fork, "hold": hold, "outage": outage, "setup": setup}
+    modes[args.mode](args)
 
 
 if __name__ == "__main__":

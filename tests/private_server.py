@@ -1,0 +1,101 @@
+"""Private PostgreSQL and MariaDB servers for tests that stop and restart a database.
+
+Each lives in its own temporary directory on a free loopback port, so stopping it never
+touches the shared servers on 5432 and 3306.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class PrivateServer:
+    """A database server of ``vendor`` (``postgresql`` or ``mariadb``) that tests may kill."""
+
+    def __init__(self, vendor: str) -> None:
+        self.vendor = vendor
+        self.port = free_port()
+        self.root = Path(tempfile.mkdtemp(prefix=f"snowflake-{vendor}-"))
+        self.data = self.root / "data"
+        self.process: subprocess.Popen[bytes] | None = None
+        if vendor == "postgresql":
+            self.bin = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1])
+            if os.geteuid() == 0:  # initdb refuses root; the server must own its directory
+                shutil.chown(self.root, "postgres")
+            self._run(
+                str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"
+            )
+        else:
+            subprocess.run(
+                ["mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--user=root",
+                 "--auth-root-authentication-method=normal", "--skip-test-db"],
+                check=True, capture_output=True,
+            )  # fmt: skip
+
+    def _run(self, *command: str) -> None:
+        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        subprocess.run([*prefix, *command], check=True, capture_output=True)
+
+    @property
+    def user(self) -> str:
+        return "postgres" if self.vendor == "postgresql" else "root"
+
+    def start(self) -> None:
+        if self.vendor == "postgresql":
+            options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+            self._run(
+                str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options, "-w",
+                "-l", str(self.root / "log"), "start",
+            )  # fmt: skip
+            return
+        self.process = subprocess.Popen(
+            ["mariadbd", "--no-defaults", f"--datadir={self.data}", f"--port={self.port}",
+             "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", "--user=root",
+             "--skip-log-bin", "--innodb-buffer-pool-size=16M"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError(f"the private MariaDB on port {self.port} did not start")
+
+    def kill(self) -> None:
+        """Stop the server at once, as a crash or a network cut would."""
+        if self.vendor == "postgresql":
+            self._run(
+                str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
+            )
+        elif self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def create_database(self, name: str) -> None:
+        if self.vendor == "postgresql":
+            command = ["psql", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-c"]
+        else:
+            command = ["mariadb", "-h127.0.0.1", f"-P{self.port}", "-uroot", "-e"]
+        subprocess.run([*command, f"CREATE DATABASE {name}"], check=True, capture_output=True)
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
+            self.kill()
+        shutil.rmtree(self.root, ignore_errors=True)
