@@ -26,6 +26,8 @@ from .generator import POLICIES
 from .layout import MAX_BITS, PRESETS, BitLayout, parse_epoch
 
 OBJ = "settings.SNOWFLAKE"
+# One minute: a wait beyond it stalls every caller, and a ring window beyond it costs memory.
+MAX_ROLLBACK_LIMIT_MS = 60_000
 
 
 def _error(id: str, msg: str, hint: str) -> Error:
@@ -182,12 +184,14 @@ def _check_policy(
             )
         )
     bound = values["MAX_ROLLBACK_MS"]
-    if not _is_int(bound) or bound < 0:
+    if not _is_int(bound) or not 0 <= bound <= MAX_ROLLBACK_LIMIT_MS:
         messages.append(
             _error(
                 "E021",
-                f"MAX_ROLLBACK_MS must be a non-negative integer, not {bound!r}.",
-                "The default, 5 ms, covers NTP slews; the bound is what each policy tolerates.",
+                f"MAX_ROLLBACK_MS must be an integer from 0 to {MAX_ROLLBACK_LIMIT_MS}, "
+                f"not {bound!r}.",
+                "The default, 5 ms, covers NTP slews. A larger bound makes callers wait that "
+                "long with the generator locked, and the ring policy keeps a slot per time unit.",
             )
         )
     if policy == "clock_sequence" and layout is not None and layout.clock_sequence_bits == 0:
@@ -213,7 +217,11 @@ def _check_allocator(
             allocator_class = import_string(conf.ALLOCATORS.get(allocator, allocator))
         except ImportError:
             allocator_class = None
-    if not (isinstance(allocator_class, type) and issubclass(allocator_class, BaseAllocator)):
+    if not (
+        isinstance(allocator_class, type)
+        and issubclass(allocator_class, BaseAllocator)
+        and allocator_class is not BaseAllocator
+    ):
         messages.append(
             _error(
                 "E030",
@@ -291,6 +299,7 @@ def _check_static_worker(
     values: Mapping[str, Any], layout: BitLayout | None, messages: list[CheckMessage]
 ) -> None:
     worker_id = conf.configured_worker_id(values)
+    source = "WORKER_ID" if values["WORKER_ID"] is not None else f"${conf.WORKER_ID_ENV}"
     if worker_id is None:
         messages.append(
             _error(
@@ -304,7 +313,8 @@ def _check_static_worker(
         messages.append(
             _error(
                 "E032",
-                f"WORKER_ID {worker_id!r} is outside 0..{layout.max_worker_id}.",
+                f"The worker ID {worker_id!r} (from {source}) is outside "
+                f"0..{layout.max_worker_id}.",
                 f"The layout has {layout.worker_bits} worker bits; choose an ID in range.",
             )
         )

@@ -14,10 +14,16 @@ class ClockMovedBackwards(SnowflakeError):
         self.behind_ms = behind_ms
         self.policy = policy
         self.max_rollback_ms = max_rollback_ms
+        tolerance = (
+            "the 'raise' rollback policy tolerates none"
+            if policy == "raise"
+            else f"more than the {policy!r} rollback policy tolerates "
+            f"(MAX_ROLLBACK_MS = {max_rollback_ms})"
+        )
         super().__init__(
-            f"The clock moved backwards by {behind_ms} ms, more than the {policy!r} rollback "
-            f"policy tolerates (MAX_ROLLBACK_MS = {max_rollback_ms}). No ID was issued; "
-            "retry once the clock has caught up, or fix the time source (NTP slewing, not stepping)."
+            f"The clock moved backwards by {behind_ms} ms, and {tolerance}. No ID was "
+            "issued; retry once the clock has caught up, or fix the time source (NTP slewing, "
+            "not stepping)."
         )
 
 

@@ -150,7 +150,7 @@ def test_E020_unknown_rollback_policy(policy: object) -> None:
     assert ids({**STATIC, "CLOCK_ROLLBACK": policy}) == ["django_snowflake.E020"]
 
 
-@pytest.mark.parametrize("bound", [-1, "5", 5.0, True, None])
+@pytest.mark.parametrize("bound", [-1, "5", 5.0, True, None, 60_001, 10**9])
 def test_E021_invalid_max_rollback(bound: object) -> None:
     assert ids({**STATIC, "MAX_ROLLBACK_MS": bound}) == ["django_snowflake.E021"]
 
@@ -168,6 +168,7 @@ def test_E022_clock_sequence_without_bits() -> None:
         "no.such.module.Allocator",
         "collections.OrderedDict",  # a class, but no BaseAllocator
         "django_snowflake.allocators.static.hostname_ordinal",  # not a class
+        "django_snowflake.allocators.base.BaseAllocator",  # the interface, no allocator
         42,
     ],
 )
@@ -210,6 +211,9 @@ def test_E032_worker_id_from_environment(
 ) -> None:
     monkeypatch.setenv("SNOWFLAKE_WORKER_ID", environ)
     assert ids({"WORKER_ALLOCATOR": "static"}) == expected
+    if expected:
+        with override_settings(SNOWFLAKE={"WORKER_ALLOCATOR": "static"}):
+            assert "$SNOWFLAKE_WORKER_ID" in check_settings()[0].msg
     # WORKER_ID wins over the environment.
     assert ids({"WORKER_ALLOCATOR": "static", "WORKER_ID": 5}) == []
 
