@@ -71,7 +71,7 @@ class SnowflakeField(_SnowflakeDefaultMixin, models.BigIntegerField):  # type: i
         return models.Field.formfield(self, **{"form_class": SnowflakeFormField, **kwargs})
 
 
-class SnowflakeAutoField(_SnowflakeDefaultMixin, models.BigAutoField):  # type: ignore[misc,type-arg]
+class SnowflakeAutoField(_SnowflakeDefaultMixin, models.BigAutoField):  # type: ignore[type-arg]
     """A ``BigAutoField`` whose value is a Snowflake ID generated in Python, not by the database.
 
     Set ``DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"`` (or an
@@ -83,8 +83,22 @@ class SnowflakeAutoField(_SnowflakeDefaultMixin, models.BigAutoField):  # type: 
     description = _("Snowflake ID (primary key)")
     # The value is known before the INSERT; asking the database for it back is a wasted trip.
     db_returning = False
+    _generated_by_database = False
+
+    def contribute_to_class(  # type: ignore[override]  # the stubs of Field and AutoFieldMixin differ
+        self, cls: type[models.Model], name: str, **kwargs: Any
+    ) -> None:
+        super().contribute_to_class(cls, name, **kwargs)
+        if cls._meta.app_label not in cls._meta.apps.app_configs:
+            # A model outside every installed app takes DEFAULT_AUTO_FIELD too: Django's
+            # migration recorder (django_migrations) is one. It is written by the very first
+            # `migrate`, before the worker table exists, and an existing project's table has
+            # an auto-increment int key: it stays a BigAutoField, numbered by the database.
+            self._generated_by_database = True
+            self.default = models.NOT_PROVIDED
+            self.db_returning = True
 
     def get_internal_type(self) -> str:
         # The schema editors decide on AUTOINCREMENT, IDENTITY and AUTO_INCREMENT (and on
         # dropping them when migrating from an AutoField) by the internal type.
-        return "BigIntegerField"
+        return "BigAutoField" if self._generated_by_database else "BigIntegerField"

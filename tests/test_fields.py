@@ -3,6 +3,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
+from django.apps.registry import Apps
 from django.core.management import call_command
 from django.db import connection, models
 from django.db.migrations.loader import MigrationLoader
@@ -118,10 +119,31 @@ def test_default_auto_field_switches_a_model_in_one_line() -> None:
 
         class Note(models.Model):  # noqa: DJ008
             class Meta:
-                app_label = "tests_unlisted"
+                app_label = "testapp"
 
     assert isinstance(Note._meta.pk, SnowflakeAutoField)
     assert Note().pk > 0
+
+
+def test_models_outside_installed_apps_keep_database_keys() -> None:
+    # Django's migration recorder is such a model: `migrate` writes it before the worker
+    # table exists, and existing projects' django_migrations tables have int keys.
+    with override_settings(DEFAULT_AUTO_FIELD="django_snowflake.fields.SnowflakeAutoField"):
+
+        class Record(models.Model):  # noqa: DJ008
+            class Meta:
+                apps = Apps()
+                app_label = "migrations"
+
+    pk = Record._meta.pk
+    assert isinstance(pk, SnowflakeAutoField)
+    assert (pk.get_internal_type(), pk.has_default(), pk.db_returning) == (
+        "BigAutoField",
+        False,
+        True,
+    )
+    assert Record().pk is None
+    assert Event._meta.pk.get_internal_type() == "BigIntegerField"
 
 
 def test_form_fields() -> None:

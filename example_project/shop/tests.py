@@ -1,0 +1,95 @@
+"""The shop's own tests: ``python manage.py test --settings=config.test_settings``."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.test import TestCase
+from django.urls import reverse
+from django.utils import formats, timezone
+
+from .factories import CustomerFactory, OrderFactory, OrderItemFactory, ProductFactory
+from .models import Customer, Order, OrderItem
+
+
+class OrderTests(TestCase):
+    def test_keys_carry_the_creation_time(self) -> None:
+        before = timezone.now() - timedelta(seconds=1)
+        order = OrderFactory()
+        self.assertLess(before, order.created_at)
+        self.assertEqual(list(Order.objects.created_after(before)), [order])
+        self.assertEqual(list(Customer.objects.created_before(before)), [])
+
+    def test_order_page_and_bad_ids(self) -> None:
+        item = OrderItemFactory()
+        response = self.client.get(reverse("order-detail", args=[item.order.pk]))
+        self.assertContains(response, str(item.product))
+        for path in ["/orders/123/", "/orders/abc/", f"/orders/{2**63}/"]:
+            self.assertEqual(self.client.get(path).status_code, 404)
+
+    def test_api_ids_are_strings(self) -> None:
+        item = OrderItemFactory()
+        order = item.order
+        data = self.client.get(reverse("api-order-detail", args=[order.pk])).json()
+        self.assertEqual(data["id"], str(order.pk))
+        self.assertEqual(data["customer"], str(order.customer_id))
+        self.assertEqual(data["items"][0]["product"], str(item.product_id))
+        self.assertEqual(data["total"], f"{item.subtotal:.2f}")
+
+    def test_api_creates_orders_for_signed_in_users(self) -> None:
+        customer = CustomerFactory()
+        url = reverse("api-order-list")
+        payload = {"customer": str(customer.pk), "status": "paid"}
+        self.assertEqual(self.client.post(url, payload).status_code, 403)
+        self.client.force_login(get_user_model().objects.create_user("clerk"))
+        response = self.client.post(url, payload, content_type="application/json")
+        self.assertEqual(response.status_code, 201, response.content)
+        self.assertEqual(Order.objects.get(pk=int(response.json()["id"])).customer, customer)
+        response = self.client.post(url, {"customer": "1.5"}, content_type="application/json")
+        self.assertEqual(response.status_code, 400)
+
+
+class AdminTests(TestCase):
+    def setUp(self) -> None:
+        self.client.force_login(get_user_model().objects.create_superuser("boss"))
+
+    def test_changelist_shows_decoded_times_with_the_today_filter(self) -> None:
+        orders = OrderFactory.create_batch(3)
+        response = self.client.get(reverse("admin:shop_order_changelist"), {"created": "today"})
+        self.assertEqual(list(response.context["cl"].result_list), orders[::-1])
+        shown = formats.localize(timezone.localtime(orders[0].created_at))
+        self.assertContains(response, shown)
+
+    def test_adding_an_order_with_items_in_the_admin(self) -> None:
+        customer, product = CustomerFactory(), ProductFactory()
+        response = self.client.post(
+            reverse("admin:shop_order_add"),
+            {
+                "customer": customer.pk,
+                "status": "pending",
+                "items-TOTAL_FORMS": "1",
+                "items-INITIAL_FORMS": "0",
+                "items-0-product": product.pk,
+                "items-0-quantity": "3",
+                "items-0-unit_price": "2.50",
+            },
+        )
+        self.assertEqual(response.status_code, 302)
+        item = OrderItem.objects.get()
+        self.assertEqual((item.order.customer, item.quantity), (customer, 3))
+
+
+class SeedDemoTests(TestCase):
+    def test_seed_demo_runs_twice(self) -> None:
+        out = StringIO()
+        call_command("seed_demo", stdout=out)
+        call_command("seed_demo", stdout=out)
+        output = out.getvalue()
+        self.assertIn("Created 5 products, 5 customers and 12 orders.", output)
+        self.assertIn("Demo data is already there; nothing added.", output)
+        self.assertEqual(Order.objects.count(), 12)
+        self.assertIn("username 'admin', password 'snowflake'", output)
+        self.assertTrue(self.client.login(username="admin", password="snowflake"))
