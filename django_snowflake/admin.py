@@ -100,7 +100,7 @@ class SnowflakeCreatedFilter(admin.SimpleListFilter):
     years start at midnight in the current time zone.
     """
 
-    title = _("created")
+    title = _("creation date")
     parameter_name = "created"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, Any]]:

@@ -7,37 +7,13 @@ factories) run under its test settings.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-MANAGE = ROOT / "example_project" / "manage.py"
+from tests.example import manage
 
 pytestmark = pytest.mark.slow
-
-
-def manage(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "EXAMPLE_DB": str(db),
-        "PYTHONPATH": str(ROOT),
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-    }
-    env.pop("SNOWFLAKE_TEST_SETTINGS", None)
-    result = subprocess.run(
-        [sys.executable, str(MANAGE), *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result
 
 
 def test_newcomer_commands(tmp_path: Path) -> None:
