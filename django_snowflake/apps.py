@@ -21,7 +21,10 @@ def claims_eagerly(argv: list[str]) -> bool:
         return False
     program = os.path.basename(argv[0]) if argv else ""
     if program in {"manage.py", "django-admin", "django-admin.py", "__main__.py"}:
-        return len(argv) > 1 and argv[1] in EAGER_CLAIM_COMMANDS
+        if len(argv) < 2 or argv[1] not in EAGER_CLAIM_COMMANDS:
+            return False
+        # runserver's autoreloader parent only watches files; its child (RUN_MAIN) serves.
+        return os.environ.get("RUN_MAIN") == "true" or "--noreload" in argv
     return True
 
 

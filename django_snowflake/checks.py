@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
@@ -38,7 +38,7 @@ def _warning(id: str, msg: str, hint: str) -> Warning:
     return Warning(msg, hint=hint, obj=OBJ, id=f"django_snowflake.{id}")
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

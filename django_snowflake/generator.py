@@ -131,6 +131,8 @@ class SnowflakeGenerator:
         # Hot-path copies of the layout.
         self._epoch = layout.epoch_ms
         self._unit = layout.time_unit_ms
+        self._epoch_ns = layout.epoch_ms * 1_000_000
+        self._unit_ns = layout.time_unit_ms * 1_000_000
         self._time_shift = layout.time_shift
         self._max_seq = layout.max_sequence
         self._max_time = layout.max_time
@@ -142,6 +144,12 @@ class SnowflakeGenerator:
         self._last = -1  # time unit of _base
         self._seq = self._max_seq  # last sequence used in _last (max: nothing left)
         self._base = 0
+        # The fast path's cache of the above (see next_id): while the system clock reads
+        # [_window_start, _window_end), the nanoseconds of unit _last, it issues _next and up
+        # to _stop with no arithmetic on the time. _disarm() folds its progress back into
+        # _seq before anything else touches the state; _window_end == 0 means closed.
+        self._window_start = self._window_end = 0
+        self._next = self._stop = 0
         self._limit = -1  # issue only time units below this
         self._floor = -1  # the ring policy never rolls back to or below this unit
         self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
@@ -188,6 +196,7 @@ class SnowflakeGenerator:
         with self._lock:
             saved = self._clock, self._sleep
             self._clock, self._sleep = clock, sleep
+            self._disarm()  # the fast path reads the system clock
             return saved
 
     # Issuing IDs.
@@ -200,19 +209,18 @@ class SnowflakeGenerator:
         :class:`ClockOutsideLifespan` before the epoch or after the layout's lifespan, and
         whatever the lease source raises when it can neither renew nor claim a slot.
         """
+        # The clock is read before taking the lock, and the critical section below calls
+        # nothing: CPython switches threads only at calls and loop jumps, so a thread never
+        # loses the GIL while it holds the lock, and contending threads do not queue on it.
+        # A reading that went stale while waiting for the lock is harmless: outside the
+        # window of the current unit, the slow path reads the clock again.
+        now = time.time_ns()
         with self._lock:
-            t = (self._clock() - self._epoch) // self._unit
-            if t > self._high:
-                if t < self._limit:
-                    if self._ring is not None:
-                        self._remember_unit()
-                    self._high = self._last = t
-                    self._seq = 0
-                    self._base = t << self._time_shift | self._node
-                    return self._base
-            elif t == self._last and self._seq < self._max_seq:
-                self._seq += 1
-                return self._base | self._seq
+            if self._window_start <= now < self._window_end:
+                value = self._next
+                if value <= self._stop:
+                    self._next = value + 1
+                    return value
             return self._next_slow()
 
     def next_ids(self, n: int) -> list[int]:
@@ -226,8 +234,9 @@ class SnowflakeGenerator:
         ids: list[int] = []
         reordered = False
         with self._lock:
+            self._disarm()
             while len(ids) < n:
-                first = self._next_slow()
+                first = self._issue()
                 # The ring and clock_sequence policies may go back in time mid-batch.
                 reordered = reordered or (bool(ids) and first < ids[-1])
                 take = min(n - len(ids) - 1, self._max_seq - self._seq)
@@ -235,12 +244,37 @@ class SnowflakeGenerator:
                 if take > 0:
                     ids.extend(range(first + 1, first + 1 + take))
                     self._seq += take
+            self._arm()
         if reordered:
             ids.sort()
         return ids
 
     def _next_slow(self) -> int:
         """Every case the fast path does not cover; called with the lock held."""
+        self._disarm()
+        value = self._issue()
+        self._arm()
+        return value
+
+    def _disarm(self) -> None:
+        """Fold the fast path's progress into ``_seq`` and close its window (lock held)."""
+        if self._window_end:
+            self._seq = self._next - self._base - 1
+            self._window_start = self._window_end = 0
+
+    def _arm(self) -> None:
+        """Open the fast path's window on unit ``_last`` if it has sequence left (lock held).
+
+        Only on the system clock: an injected clock is read by the slow path alone.
+        """
+        if self._clock is system_clock and self._seq < self._max_seq:
+            self._next = self._base + self._seq + 1
+            self._stop = self._base + self._max_seq
+            self._window_start = self._last * self._unit_ns + self._epoch_ns
+            self._window_end = self._window_start + self._unit_ns
+
+    def _issue(self) -> int:
+        """The next ID by the full rules, with the window closed; lock held."""
         while True:
             if self.lease is None:
                 self._acquire()
@@ -320,14 +354,23 @@ class SnowflakeGenerator:
         )
 
     def _wait_until(self, target_ms: int, now: int) -> None:
-        self._sleep(max(target_ms - now, 1) / 1000)
+        if self._clock is system_clock:
+            # ``now`` is truncated to the millisecond: sleeping ``target_ms - now`` would
+            # overshoot the boundary by up to a whole unit, idle time lost to a batch.
+            self._sleep(max(target_ms * 1_000_000 - time.time_ns(), 1_000) / 1e9)
+        else:
+            self._sleep(max(target_ms - now, 1) / 1000)
 
     def _remember_unit(self) -> None:
         self._ring[self._last % self._ring_size] = (self._last, self._seq)  # type: ignore[index]
 
     def _set_clock_sequence(self, value: int) -> None:
         if self._on_clock_sequence is not None:
-            self._on_clock_sequence(value)
+            try:
+                self._on_clock_sequence(value)
+            except WorkerLeaseLost:
+                self._drop_lease()  # the slot is gone: the next ID claims a fresh one
+                raise
         self.clock_sequence = value
         self._node = self._node_bits()
 
@@ -361,6 +404,7 @@ class SnowflakeGenerator:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
                 raise ValueError(f"{name} {value!r} is outside 0..{limit} for this layout")
+        self._disarm()
         previous = self.lease
         same_slot = previous is not None and (previous.worker_id, previous.datacenter_id) == (
             lease.worker_id,
@@ -408,6 +452,7 @@ class SnowflakeGenerator:
             return lease, high
 
     def _drop_lease(self) -> None:
+        self._disarm()
         self.lease = None
         self._limit = -1
         self._seq = self._max_seq

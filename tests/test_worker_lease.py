@@ -213,8 +213,9 @@ def expired_slot(worker_id: int, last_timestamp: int, *, layout: str, **fields: 
 def test_clock_behind_the_slot_high_water_at_claim(
     database_generator: Any, policy: str, ahead_ms: int, outcome: str
 ) -> None:
-    layout = {"CLOCK_SEQUENCE_BITS": 2, "WORKER_BITS": 8} if policy == "clock_sequence" else {}
-    generator = database_generator(CLOCK_ROLLBACK=policy, **layout)
+    # A single worker slot, so the claim cannot choose a fresh slot instead.
+    bits = {"CLOCK_SEQUENCE_BITS": 2} if policy == "clock_sequence" else {}
+    generator = database_generator(CLOCK_ROLLBACK=policy, WORKER_BITS=0, **bits)
     with driven_clock(generator) as clock:
         high_water = generator.layout.to_units(clock.ms + ahead_ms)
         clock_sequence = 1 if policy == "clock_sequence" else 0
@@ -235,6 +236,13 @@ def test_clock_behind_the_slot_high_water_at_claim(
     else:
         assert time_unit > high_water
         assert clock.slept_ms > 0 if outcome == "waits" else clock.slept_ms == 0
+
+
+def test_a_slot_whose_high_water_is_ahead_is_taken_last(database_generator: Any) -> None:
+    generator = database_generator()
+    ahead = generator.layout.to_units(generator.now() + 10_000)
+    expired_slot(0, ahead, layout=generator.layout.fingerprint)
+    assert decode(generate()).worker_id == 1
 
 
 def test_no_worker_available_when_every_slot_is_held(database_generator: Any) -> None:
@@ -331,7 +339,8 @@ def test_claim_on_ready(spawn: Any, claim_on_ready: bool, lease: str) -> None:
     [
         (["manage.py", "migrate"], False),
         (["manage.py", "makemigrations"], False),
-        (["/srv/app/manage.py", "runserver"], True),
+        (["/srv/app/manage.py", "runserver"], False),  # the autoreloader's parent
+        (["/srv/app/manage.py", "runserver", "--noreload"], True),
         (["gunicorn", "shop.wsgi"], True),
         (["celery", "-A", "shop", "worker"], True),
     ],

@@ -17,6 +17,7 @@ The protocol (docs: "Worker IDs"):
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import functools
 import logging
 import os
@@ -68,8 +69,7 @@ def database_now(alias: str) -> datetime:
         (value,) = cursor.fetchone()
     for converter in connection.ops.get_db_converters(expression):
         value = converter(value, expression, connection)
-    if isinstance(value, str):  # SQLite without a converter for bare expressions
-        value = datetime.fromisoformat(value)
+    assert isinstance(value, datetime), value
     if timezone.is_naive(value):
         value = timezone.make_aware(value, timezone.get_default_timezone())
     return value
@@ -140,8 +140,9 @@ class DatabaseAllocator(BaseAllocator):
             raise
         except DatabaseError as exc:
             raise WorkerLeaseLost(
-                f"No worker lease: the database {self.alias!r} could not be reached to renew "
-                f"or claim a slot ({exc}). No ID was issued; retry once it is back."
+                f"No worker lease: renewing or claiming a slot in the database {self.alias!r} "
+                f"failed ({exc}). No ID was issued. Retry once the database is back; if the "
+                "table is missing, run `manage.py migrate`."
             ) from exc
         except RuntimeError as exc:
             # pytest-django's blocker raises RuntimeError for database access.
@@ -156,6 +157,8 @@ class DatabaseAllocator(BaseAllocator):
 
     def persist_clock_sequence(self, value: int) -> None:
         pk, token = self._pk, self._token
+        if pk is None:
+            raise WorkerLeaseLost("No worker slot is held to store the clock sequence in.")
         updated = self._run(
             lambda: (
                 self._node()
@@ -185,7 +188,8 @@ class DatabaseAllocator(BaseAllocator):
                     logger.warning("Could not release worker slot", exc_info=True)
         if self._executor is not None:
             # The thread's own connection closes with it, not left for the server to reap.
-            self._executor.submit(_close_connection, self.alias)
+            with contextlib.suppress(RuntimeError):  # at interpreter exit: the thread is gone
+                self._executor.submit(_close_connection, self.alias)
             self._executor.shutdown(wait=False)
             self._executor = None
 
@@ -312,14 +316,34 @@ class DatabaseAllocator(BaseAllocator):
             "lease_expires_at": self._lease_expiry(),
             "token": token,
         }
-        expired = nodes.filter(datacenter_id=self.datacenter_id, lease_expires_at__lt=Now())
-        candidate = (
-            expired.filter(host_name=hostname).order_by("worker_id").first()
-            or expired.order_by("worker_id").first()
+        expired = nodes.filter(
+            datacenter_id=self.datacenter_id, lease_expires_at__lt=Now()
+        ).order_by("worker_id")
+        # A slot whose high-water mark is ahead of our clock (its last holder's clock ran
+        # fast) would make us wait or raise: take one only when no other slot is left.
+        tolerance = (
+            0
+            if generator.rollback == "raise"
+            else generator.max_rollback_ms // self.layout.time_unit_ms
         )
+        usable = expired.filter(
+            last_timestamp__lte=self.layout.to_units(generator.now()) + tolerance
+        )
+        candidate = usable.filter(host_name=hostname).first() or usable.first()
+        worker_id = None if candidate is not None else self._free_worker_id(attempt)
+        if candidate is None and worker_id is None:
+            candidate = expired.first()
+            if candidate is None:
+                raise self._no_worker_available()
         if candidate is not None:
+            # Equal high-water mark and clock sequence: the floor and the clock sequence we
+            # read are still the slot's, even if its old holder renewed and released since.
             won = nodes.filter(
-                pk=candidate.pk, token=candidate.token, lease_expires_at__lt=Now()
+                pk=candidate.pk,
+                token=candidate.token,
+                lease_expires_at__lt=Now(),
+                last_timestamp=candidate.last_timestamp,
+                clock_sequence=candidate.clock_sequence,
             ).update(
                 **holder,
                 launched_at=Now(),
@@ -331,7 +355,7 @@ class DatabaseAllocator(BaseAllocator):
             return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
         row = nodes.create(
             **holder,
-            worker_id=self._free_worker_id(attempt),
+            worker_id=worker_id,
             datacenter_id=self.datacenter_id,
             launched_at=Now(),
             last_timestamp=high_water,
@@ -339,8 +363,11 @@ class DatabaseAllocator(BaseAllocator):
         )
         return self._hold(row, token, limit, floor=-1)
 
-    def _free_worker_id(self, attempt: int) -> int:
-        """The lowest unused worker ID; after lost races, one of the lowest few, at random."""
+    def _free_worker_id(self, attempt: int) -> int | None:
+        """The lowest unused worker ID; after lost races, one of the lowest few, at random.
+
+        ``None`` when every worker ID has a row.
+        """
         used = set(
             self._node()
             .objects.using(self.alias)
@@ -354,19 +381,20 @@ class DatabaseAllocator(BaseAllocator):
                 free.append(worker_id)
                 if len(free) >= spread:
                     break
-        if not free:
-            active = (
-                self._node()
-                .objects.using(self.alias)
-                .filter(datacenter_id=self.datacenter_id, lease_expires_at__gte=Now())
-                .count()
-            )
-            raise NoWorkerAvailable(
-                active=active,
-                capacity=self.layout.max_worker_id + 1,
-                worker_bits=self.layout.worker_bits,
-            )
-        return random.choice(free)
+        return random.choice(free) if free else None
+
+    def _no_worker_available(self) -> NoWorkerAvailable:
+        active = (
+            self._node()
+            .objects.using(self.alias)
+            .filter(datacenter_id=self.datacenter_id, lease_expires_at__gte=Now())
+            .count()
+        )
+        return NoWorkerAvailable(
+            active=active,
+            capacity=self.layout.max_worker_id + 1,
+            worker_bits=self.layout.worker_bits,
+        )
 
     def _measure_offset(self, generator: SnowflakeGenerator) -> None:
         before = generator.now()
@@ -399,7 +427,10 @@ class DatabaseAllocator(BaseAllocator):
                 self._pk = self._token = self._lease = None
 
     def _release(self, high: int) -> None:
-        self._node().objects.using(self.alias).filter(pk=self._pk, token=self._token).update(
+        pk = self._pk
+        if pk is None:
+            return
+        self._node().objects.using(self.alias).filter(pk=pk, token=self._token).update(
             released_at=Now(), lease_expires_at=Now(), last_timestamp=high
         )
         with self._state:
