@@ -19,6 +19,7 @@ from unittest import mock
 import pytest
 from django.core import checks
 from django.db import transaction
+from django.db.models import QuerySet
 from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
@@ -236,6 +237,30 @@ def test_clock_behind_the_slot_high_water_at_claim(
     else:
         assert time_unit > high_water
         assert clock.slept_ms > 0 if outcome == "waits" else clock.slept_ms == 0
+
+
+def test_a_claim_never_uses_a_high_water_mark_that_changed_after_it_was_read(
+    database_generator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generator = database_generator(WORKER_BITS=0)  # one slot, so the claim must take it
+    with driven_clock(generator) as clock:
+        now = generator.layout.to_units(clock.ms)
+        expired_slot(0, now - 10, layout=generator.layout.fingerprint)
+        real_first = QuerySet.first
+
+        def first_then_old_holder_renews_issues_and_releases(self: QuerySet[Any]) -> Any:
+            found = real_first(self)
+            if isinstance(found, WorkerNode) and found.token == "previous":
+                # Between the claim's read and its compare-and-set, the old holder renews
+                # (its lease had expired but nobody had taken the slot), issues IDs up to
+                # now + 2 and releases: the token stays, the high-water mark moves.
+                WorkerNode.objects.filter(pk=found.pk).update(last_timestamp=now + 2)
+            return found
+
+        monkeypatch.setattr(QuerySet, "first", first_then_old_holder_renews_issues_and_releases)
+        first_id = generate()
+    assert decode(first_id).worker_id == 0
+    assert generator.layout.to_units(int(decode(first_id).timestamp.timestamp() * 1000)) > now + 2
 
 
 def test_a_slot_whose_high_water_is_ahead_is_taken_last(database_generator: Any) -> None:
