@@ -19,8 +19,8 @@ from unittest import mock
 import pytest
 from django.core import checks
 from django.db import transaction
-from django.db.models import QuerySet
 from django.db.backends.utils import CursorWrapper
+from django.db.models import QuerySet
 from django.utils import timezone
 
 import django_snowflake
