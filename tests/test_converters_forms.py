@@ -16,7 +16,9 @@ from tests.factories import OrderFactory
 from tests.testapp.models import Ticket
 
 MAX_ID = 2**63 - 1
-fuzz = settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+fuzz = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 garbage = st.one_of(
     st.text(),
     st.from_regex(r"\A-?[0-9]{1,25}\Z"),

@@ -146,7 +146,9 @@ def test_malformed_or_missing_ids_in_api_urls_are_404s(api: APIClient, path: str
 
 
 @pytest.mark.django_db
-@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     value=st.one_of(
         st.text(),
