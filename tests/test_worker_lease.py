@@ -18,7 +18,7 @@ from unittest import mock
 
 import pytest
 from django.core import checks
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -154,6 +154,19 @@ def test_claim_inside_a_rolled_back_transaction_holds(database_generator: Any) -
     assert row.process_id == os.getpid()
     assert row.released_at is None
     assert row.lease_expires_at > timezone.now()
+
+
+def test_first_id_inside_a_transaction_that_wrote(database_generator: Any) -> None:
+    generator = database_generator()
+    if connection.vendor == "sqlite":
+        # SQLite has one writer: the transaction below would lock the claim out, so claim
+        # first, as docs/workers.rst advises.
+        generator.ensure_lease()
+    with transaction.atomic():
+        expired_slot(7, 0, layout=generator.layout.fingerprint)
+        value = generate()
+    assert decode(value).worker_id != 7
+    assert WorkerNode.objects.count() == 2
 
 
 def test_first_id_from_async_code(database_generator: Any) -> None:

@@ -51,8 +51,10 @@ logger = logging.getLogger("django_snowflake")
 
 T = TypeVar("T")
 
-# How many compare-and-set races a claim may lose before it gives up.
+# How many compare-and-set races a claim may lose before it gives up, and how long it may
+# retry lock conflicts.
 MAX_CLAIM_ATTEMPTS = 100
+CLAIM_SECONDS = 10
 
 
 class ClockOffsetTooLarge(SnowflakeError):
@@ -279,21 +281,22 @@ class DatabaseAllocator(BaseAllocator):
             raise LayoutMismatch(fingerprint, other)
         self._measure_offset(generator)
         hostname = socket.gethostname()
-        error: DatabaseError | None = None
+        deadline = time.monotonic() + CLAIM_SECONDS
         for attempt in range(MAX_CLAIM_ATTEMPTS):
             try:
                 lease = self._claim_once(generator, hostname, attempt)
-            except (IntegrityError, OperationalError) as exc:
-                # Another process took the worker ID first (IntegrityError), or the database
-                # broke a lock cycle between two claims: SQLite's "database is locked",
-                # InnoDB's deadlock. A real outage fails every attempt and is raised below.
-                error = exc
+            except IntegrityError:
+                pass  # another process inserted this worker ID first
+            except OperationalError as exc:
+                # The database broke a lock cycle between two claims (SQLite's "database is
+                # locked", InnoDB's deadlock): retry. An outage, or a lock that a transaction
+                # keeps, fails until the deadline.
+                if time.monotonic() > deadline:
+                    raise OperationalError(f"{exc}{self._lock_hint(exc)}") from exc
             else:
                 if lease is not None:
                     return lease
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
-        if isinstance(error, OperationalError):
-            raise error
         raise WorkerLeaseLost(
             f"Could not claim a worker slot in {MAX_CLAIM_ATTEMPTS} attempts: every attempt "
             "lost a race with another process. Retry; if it persists, fewer processes should "
@@ -330,38 +333,47 @@ class DatabaseAllocator(BaseAllocator):
             last_timestamp__lte=self.layout.to_units(generator.now()) + tolerance
         )
         candidate = usable.filter(host_name=hostname).first() or usable.first()
-        worker_id = None if candidate is not None else self._free_worker_id(attempt)
-        if candidate is None and worker_id is None:
+        if candidate is None:
+            worker_id = self._free_worker_id(attempt)
+            if worker_id is not None:
+                row = nodes.create(
+                    **holder,
+                    worker_id=worker_id,
+                    datacenter_id=self.datacenter_id,
+                    launched_at=Now(),
+                    last_timestamp=high_water,
+                    layout=self.layout.fingerprint,
+                )
+                return self._hold(row, token, limit, floor=-1)
             candidate = expired.first()
             if candidate is None:
                 raise self._no_worker_available()
-        if candidate is not None:
-            # Equal high-water mark and clock sequence: the floor and the clock sequence we
-            # read are still the slot's, even if its old holder renewed and released since.
-            won = nodes.filter(
-                pk=candidate.pk,
-                token=candidate.token,
-                lease_expires_at__lt=Now(),
-                last_timestamp=candidate.last_timestamp,
-                clock_sequence=candidate.clock_sequence,
-            ).update(
-                **holder,
-                launched_at=Now(),
-                released_at=None,
-                last_timestamp=Greatest(F("last_timestamp"), high_water),
-            )
-            if not won:
-                return None
-            return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
-        row = nodes.create(
+        # Equal high-water mark and clock sequence: the floor and the clock sequence we read
+        # are still the slot's, even if its old holder renewed, issued and released since.
+        won = nodes.filter(
+            pk=candidate.pk,
+            token=candidate.token,
+            lease_expires_at__lt=Now(),
+            last_timestamp=candidate.last_timestamp,
+            clock_sequence=candidate.clock_sequence,
+        ).update(
             **holder,
-            worker_id=worker_id,
-            datacenter_id=self.datacenter_id,
             launched_at=Now(),
-            last_timestamp=high_water,
-            layout=self.layout.fingerprint,
+            released_at=None,
+            last_timestamp=Greatest(F("last_timestamp"), high_water),
         )
-        return self._hold(row, token, limit, floor=-1)
+        if not won:
+            return None
+        return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
+
+    def _lock_hint(self, error: OperationalError) -> str:
+        if connections[self.alias].vendor != "sqlite" or "locked" not in str(error):
+            return ""
+        return (
+            "; SQLite has one writer at a time: if the first ID of this process is generated "
+            "inside a transaction that has already used the database, claim the slot before "
+            "it (get_generator().ensure_lease(), or CLAIM_ON_READY)"
+        )
 
     def _free_worker_id(self, attempt: int) -> int | None:
         """The lowest unused worker ID; after lost races, one of the lowest few, at random.
