@@ -1,0 +1,59 @@
+"""The end-of-run check of the ID files: no duplicate, and order where the policy promises it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# The rollback policies under which one generator's IDs strictly increase. Under ``ring``
+# and ``clock_sequence`` a rollback inside the bound issues lower (still unique) IDs.
+MONOTONIC_POLICIES = frozenset({"raise", "wait", "borrow"})
+
+
+def load(path: Path) -> np.ndarray[Any, np.dtype[np.int64]]:
+    """The int64s of ``path``; a trailing partial value (a write cut by SIGKILL) is dropped."""
+    count = path.stat().st_size // 8
+    return np.fromfile(path, dtype="<i8", count=count)
+
+
+def check_files(files: list[Path]) -> dict[str, Any]:
+    """Check ID files named ``<pid>-<thread>-<policy>.bin`` (one thread's IDs, in order).
+
+    Returns the number of IDs, the duplicates (count and up to 10 examples with the files
+    holding them), the files whose IDs do not strictly increase although their policy
+    promises it, and the negative IDs.
+    """
+    arrays = []
+    out_of_order: list[dict[str, Any]] = []
+    checked_order = 0
+    for path in sorted(files):
+        ids = load(path)
+        arrays.append(ids)
+        policy = path.stem.rsplit("-", 1)[-1]
+        if policy in MONOTONIC_POLICIES and ids.size > 1:
+            checked_order += int(ids.size)
+            drops = np.flatnonzero(ids[1:] <= ids[:-1])
+            if drops.size:
+                at = int(drops[0])
+                out_of_order.append(
+                    {"file": path.name, "index": at + 1, "previous": int(ids[at]),
+                     "value": int(ids[at + 1]), "count": int(drops.size)}
+                )  # fmt: skip
+    everything = np.concatenate(arrays) if arrays else np.zeros(0, dtype="<i8")
+    everything.sort()
+    repeated = everything[1:][everything[1:] == everything[:-1]]
+    examples = [int(v) for v in np.unique(repeated)[:10]]
+    where = {
+        value: [path.name for path in files if bool(np.any(load(path) == value))]
+        for value in examples
+    }
+    return {
+        "ids": int(everything.size),
+        "duplicates": int(repeated.size),
+        "duplicate_examples": where,
+        "order_checked_ids": checked_order,
+        "out_of_order": out_of_order,
+        "negative": int(np.count_nonzero(everything < 0)),
+    }

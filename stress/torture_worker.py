@@ -1,0 +1,257 @@
+"""One process of the torture run: ``python -m stress.torture_worker RUN_DIR --threads N ...``.
+
+Its threads generate IDs with the process-local generator (the database allocator, the
+``SNOWFLAKE`` of ``SNOWFLAKE_TEST_SETTINGS``) and append them to one file per thread,
+``RUN_DIR/ids/<pid>-<thread>-<policy>.bin``, as native int64s in the order that thread got
+them. The chaos driver talks to it through files and signals:
+
+* ``RUN_DIR/clock/<pid>``: the offset in ms added to the real clock (the driver rewrites it
+  to step this process's clock back or forward); the generator's clock reads it through a
+  shared memory map, so a step takes effect at the next reading;
+* ``SIGUSR1``: fork, the child being a full worker of its own; ``SIGTERM``: flush and exit
+  cleanly (releasing the worker slot);
+* ``RUN_DIR/pids/<pid>``: written at start, so the driver knows forked children too;
+* ``RUN_DIR/stats/<pid>.json``: rewritten twice a second with the IDs written, the expected
+  errors by kind, and the worker ID held.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import mmap
+import os
+import random
+import signal
+import struct
+import sys
+import threading
+import time
+import traceback
+from array import array
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+OFFSET = struct.Struct("<qq")  # the offset, written twice: a torn read never matches
+CHUNK = 4096  # IDs per write(2)
+
+
+def write_offset(path: Path, offset_ms: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.pwrite(fd, OFFSET.pack(offset_ms, offset_ms), 0)
+    finally:
+        os.close(fd)
+
+
+def read_offset(path: Path) -> int:
+    data = path.read_bytes()
+    first, second = OFFSET.unpack(data[: OFFSET.size])
+    return first if first == second else 0
+
+
+class OffsetClock:
+    """The real clock plus an offset the chaos driver controls, in ms since 1970."""
+
+    def __init__(self, path: Path, initial_ms: int = 0) -> None:
+        write_offset(path, initial_ms)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            self._map = mmap.mmap(fd, OFFSET.size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+
+    def offset(self) -> int:
+        while True:
+            first, second = OFFSET.unpack_from(self._map)
+            if first == second:
+                return first
+
+    def __call__(self) -> int:
+        return time.time_ns() // 1_000_000 + self.offset()
+
+
+class Worker:
+    def __init__(self, args: argparse.Namespace, initial_offset: int = 0) -> None:
+        self.args = args
+        self.run = Path(args.run)
+        self.pid = os.getpid()
+        self.stop = threading.Event()
+        self.fork_requested = False
+        self.errors: dict[str, int] = {}
+        self.unexpected: list[str] = []
+        self.written = [0] * args.threads
+        self.count_lock = threading.Lock()
+        self.clock = OffsetClock(self.run / "clock" / str(self.pid), initial_offset)
+        self.threads: list[threading.Thread] = []
+        self.children: list[int] = []
+        self.warnings: dict[str, int] = {}
+        # The package logs failed renewals with their traceback: count them instead, so that
+        # a traceback on stderr means a crash.
+        package = logging.getLogger("django_snowflake")
+        package.handlers = [_Counter(self.warnings)]
+        package.propagate = False
+
+    def install(self) -> None:
+        from django_snowflake import get_generator
+        from django_snowflake.generator import precise_sleep
+
+        self.generator = get_generator()
+        self.generator.use_clock(self.clock, precise_sleep)
+        (self.run / "pids" / str(self.pid)).write_text(self.args.policy)
+        self.started = time.monotonic()
+        self.threads = [
+            threading.Thread(target=self.generate, args=(n,), daemon=True)
+            for n in range(self.args.threads)
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def generate(self, number: int) -> None:
+        from django_snowflake import generate, generate_many
+        from django_snowflake.allocators.database import ClockOffsetTooLarge
+        from django_snowflake.exceptions import (
+            ClockMovedBackwards,
+            NoWorkerAvailable,
+            WorkerLeaseLost,
+        )
+
+        expected = (ClockMovedBackwards, WorkerLeaseLost, NoWorkerAvailable, ClockOffsetTooLarge)
+        path = self.run / "ids" / f"{self.pid}-{number}-{self.args.policy}.bin"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        rate = self.args.rate / self.args.threads  # IDs per second for this thread
+        rng = random.Random()
+        buffer = array("q")
+        made = 0
+        started = time.monotonic()
+        while not self.stop.is_set():
+            try:
+                roll = rng.random()
+                if roll < 0.6:
+                    for _ in range(rng.randint(1, 64)):
+                        buffer.append(generate())
+                        made += 1
+                else:
+                    # Batches, now and then larger than a unit's sequence: exhaustion.
+                    size = rng.randint(1, 20_000 if roll > 0.98 else 500)
+                    buffer.extend(generate_many(size))
+                    made += size
+            except expected as exc:
+                name = type(exc).__name__
+                with self.count_lock:
+                    self.errors[name] = self.errors.get(name, 0) + 1
+                time.sleep(rng.uniform(0.005, 0.05))
+            except Exception:
+                self.unexpected.append(traceback.format_exc())
+                time.sleep(0.1)
+            if len(buffer) >= CHUNK:
+                self.flush(fd, buffer, number)
+                buffer = array("q")
+            ahead = made / rate - (time.monotonic() - started)
+            if ahead > 0:
+                time.sleep(min(ahead, 0.2))
+        self.flush(fd, buffer, number)
+        os.close(fd)
+
+    def flush(self, fd: int, buffer: array[int], number: int) -> None:
+        if buffer:
+            os.write(fd, buffer.tobytes())
+            self.written[number] += len(buffer)
+
+    def write_stats(self, final: bool = False) -> None:
+        lease = self.generator.lease
+        with self.count_lock:
+            errors = dict(self.errors)
+        stats = {
+            "pid": self.pid,
+            "policy": self.args.policy,
+            "written": sum(self.written),
+            "errors": errors,
+            "warnings": dict(self.warnings),
+            "unexpected": self.unexpected[:5],
+            "unexpected_count": len(self.unexpected),
+            "worker_id": None if lease is None else lease.worker_id,
+            "offset_ms": self.clock.offset(),
+            "final": final,
+        }
+        path = self.run / "stats" / f"{self.pid}.json"
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(stats))
+        os.replace(temporary, path)
+
+    def serve(self) -> None:
+        """The main thread: stats, forks on request, reaping, a clean exit on SIGTERM."""
+        while not self.stop.wait(0.5):
+            self.write_stats()
+            if self.fork_requested:
+                self.fork_requested = False
+                self.fork()
+            for pid in list(self.children):
+                try:
+                    done, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    self.children.remove(pid)
+        for thread in self.threads:
+            thread.join(timeout=30)
+        self.write_stats(final=True)
+
+    def fork(self) -> None:
+        offset = self.clock.offset()
+        pid = os.fork()
+        if pid:
+            self.children.append(pid)
+            return
+        # The child: the parent's threads do not exist here; start afresh on our own files.
+        child = Worker(self.args, offset)
+        _install_signals(child)
+        child.install()
+        child.serve()
+        sys.exit(3 if child.unexpected else 0)  # atexit releases the child's slot
+
+
+class _Counter(logging.Handler):
+    def __init__(self, counts: dict[str, int]) -> None:
+        super().__init__(logging.WARNING)
+        self.counts = counts
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.msg if isinstance(record.msg, str) else str(record.msg)
+        self.counts[message] = self.counts.get(message, 0) + 1
+
+
+_current: Worker | None = None
+
+
+def _install_signals(worker: Worker) -> None:
+    global _current
+    _current = worker
+    signal.signal(signal.SIGTERM, lambda *_: _current.stop.set())  # type: ignore[union-attr]
+    signal.signal(signal.SIGUSR1, lambda *_: setattr(_current, "fork_requested", True))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("run")
+    parser.add_argument("--threads", type=int, default=3)
+    parser.add_argument("--rate", type=float, default=5000, help="IDs per second, at most")
+    parser.add_argument("--policy", default="wait")
+    args = parser.parse_args(argv)
+
+    import django
+
+    django.setup()
+    worker = Worker(args)
+    _install_signals(worker)
+    worker.install()
+    worker.serve()
+    if worker.unexpected:
+        sys.exit(3)
+
+
+if __name__ == "__main__":
+    main()
