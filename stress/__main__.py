@@ -37,8 +37,11 @@ def main(argv: list[str] | None = None) -> int:
             result = run(scenario, vendor, args)
             if result is None:
                 continue
-            result.update(scenario=scenario, quick=args.quick,
-                          wall_seconds=round(time.monotonic() - started, 1))  # fmt: skip
+            result.update(
+                scenario=scenario,
+                quick=args.quick,
+                wall_seconds=round(time.monotonic() - started, 1),
+            )
             results.append(result)
             print(summary(result), flush=True)
             if args.json:
@@ -71,8 +74,10 @@ def run(scenario: str, vendor: str, args: argparse.Namespace) -> dict[str, Any] 
 
 def summary(result: dict[str, Any]) -> str:
     verdict = "PASS" if result["passed"] else "FAIL"
-    lines = [f"\n== {result['scenario']} on {result['database']}: {verdict} "
-             f"({result['wall_seconds']} s) =="]  # fmt: skip
+    lines = [
+        f"\n== {result['scenario']} on {result['database']}: {verdict} "
+        f"({result['wall_seconds']} s) =="
+    ]
     for key, value in result.items():
         if key in {"scenario", "database", "passed", "wall_seconds"} or value in (None, [], {}):
             continue

@@ -38,9 +38,14 @@ def check_files(files: list[Path]) -> dict[str, Any]:
             if drops.size:
                 at = int(drops[0])
                 out_of_order.append(
-                    {"file": path.name, "index": at + 1, "previous": int(ids[at]),
-                     "value": int(ids[at + 1]), "count": int(drops.size)}
-                )  # fmt: skip
+                    {
+                        "file": path.name,
+                        "index": at + 1,
+                        "previous": int(ids[at]),
+                        "value": int(ids[at + 1]),
+                        "count": int(drops.size),
+                    }
+                )
     everything = np.concatenate(arrays) if arrays else np.zeros(0, dtype="<i8")
     everything.sort()
     repeated = everything[1:][everything[1:] == everything[:-1]]

@@ -78,11 +78,33 @@ class Database:
             with contextlib.closing(sqlite3.connect(self.name, timeout=30)) as db:
                 return [[str(v) for v in row] for row in db.execute(query).fetchall()]
         if self.vendor == "postgresql":
-            command = ["psql", "-h", self.host, "-p", self.port, "-U", self.user, "-d",
-                       self.name, "-AtF", "\t", "-c", query]  # fmt: skip
+            command = [
+                "psql",
+                "-h",
+                self.host,
+                "-p",
+                self.port,
+                "-U",
+                self.user,
+                "-d",
+                self.name,
+                "-AtF",
+                "\t",
+                "-c",
+                query,
+            ]
         else:
-            command = ["mariadb", f"-h{self.host}", f"-P{self.port}", f"-u{self.user}", "-N",
-                       "-B", self.name, "-e", query]  # fmt: skip
+            command = [
+                "mariadb",
+                f"-h{self.host}",
+                f"-P{self.port}",
+                f"-u{self.user}",
+                "-N",
+                "-B",
+                self.name,
+                "-e",
+                query,
+            ]
         output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         return [line.split("\t") for line in output.splitlines() if line]
 
@@ -106,9 +128,7 @@ def private_database(
                 conf.write(f"\nmax_connections = {max_connections}\n")
         server.start()
         server.create_database("stress")
-        yield Database(
-            vendor, "stress", "127.0.0.1", str(server.port), server.user, server=server
-        )
+        yield Database(vendor, "stress", "127.0.0.1", str(server.port), server.user, server=server)
     finally:
         server.close()
 
@@ -122,8 +142,13 @@ def shared_database(vendor: str, root: Path) -> Iterator[Database]:
         return
     conf = SHARED[vendor]
     name = f"stress_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    admin = Database(vendor, "postgres" if vendor == "postgresql" else "mysql",
-                     conf["HOST"], conf["PORT"], conf["USER"])  # fmt: skip
+    admin = Database(
+        vendor,
+        "postgres" if vendor == "postgresql" else "mysql",
+        conf["HOST"],
+        conf["PORT"],
+        conf["USER"],
+    )
     charset = "" if vendor == "postgresql" else " CHARACTER SET utf8mb4"
     admin.sql(f"CREATE DATABASE {name}{charset}")
     try:

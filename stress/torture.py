@@ -81,9 +81,14 @@ class TortureConfig:
     @classmethod
     def quick(cls) -> TortureConfig:
         return cls(
-            processes=6, threads=2, target_ids=120_000, min_seconds=20, max_seconds=120,
-            max_processes=9, fault_every=(0.2, 0.8),
-        )  # fmt: skip
+            processes=6,
+            threads=2,
+            target_ids=120_000,
+            min_seconds=20,
+            max_seconds=120,
+            max_processes=9,
+            fault_every=(0.2, 0.8),
+        )
 
 
 class Process:
@@ -146,11 +151,23 @@ class Chaos:
         with open(self.run / "logs" / f"{number}.err", "wb") as err:
             self.spawned.append(
                 subprocess.Popen(
-                    [sys.executable, "-m", "stress.torture_worker", str(self.run),
-                     "--threads", str(self.config.threads), "--rate", f"{rate:.0f}",
-                     "--policy", policy],
-                    cwd=ROOT, env=self.db.env(snowflake), stdout=subprocess.DEVNULL, stderr=err,
-                )  # fmt: skip
+                    [
+                        sys.executable,
+                        "-m",
+                        "stress.torture_worker",
+                        str(self.run),
+                        "--threads",
+                        str(self.config.threads),
+                        "--rate",
+                        f"{rate:.0f}",
+                        "--policy",
+                        policy,
+                    ],
+                    cwd=ROOT,
+                    env=self.db.env(snowflake),
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                )
             )
 
     def discover(self) -> None:
@@ -177,9 +194,7 @@ class Chaos:
     # Timed events.
 
     def later(self, seconds: float, action: Callable[[], None]) -> None:
-        heapq.heappush(
-            self.events, (time.monotonic() + seconds, next(self.event_counter), action)
-        )
+        heapq.heappush(self.events, (time.monotonic() + seconds, next(self.event_counter), action))
 
     def run_due_events(self) -> None:
         while self.events and self.events[0][0] <= time.monotonic():
@@ -205,9 +220,7 @@ class Chaos:
         return process is not None and process.signal(signal.SIGUSR1)
 
     def fault_sigkill(self, process: Process | None = None) -> bool:
-        process = process or self._pick(
-            lambda p: self.stats(p.pid).get("worker_id") is not None
-        )
+        process = process or self._pick(lambda p: self.stats(p.pid).get("worker_id") is not None)
         if process is None or not process.signal(signal.SIGKILL):
             return False
         self.spawn()  # the replacement
@@ -315,8 +328,10 @@ class Chaos:
                 self.inject()
                 next_fault = now + self.rng.uniform(*config.fault_every)
             if now >= next_log:
-                log(f"torture {self.db.vendor}: {elapsed:.0f} s, {written:,} IDs, "
-                    f"{len(self.live())} processes, faults {dict(self.faults)}")  # fmt: skip
+                log(
+                    f"torture {self.db.vendor}: {elapsed:.0f} s, {written:,} IDs, "
+                    f"{len(self.live())} processes, faults {dict(self.faults)}"
+                )
                 next_log = now + 10
             time.sleep(0.05)
         return time.monotonic() - self.started

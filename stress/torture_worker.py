@@ -31,7 +31,6 @@ import time
 import traceback
 from array import array
 from pathlib import Path
-from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
