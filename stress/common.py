@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.private_server import PrivateServer
+from tests.private_server import PrivateServer, free_port
+
+__all__ = ["Database", "PrivateServer", "free_port"]
 
 ROOT = Path(__file__).resolve().parent.parent
 VENDORS = ("sqlite", "postgresql", "mariadb")

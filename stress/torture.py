@@ -147,7 +147,7 @@ class Chaos:
             "MAX_ROLLBACK_MS": bound,
             "PROCESS_LABEL": f"torture-{policy}",
         }
-        rate = self.config.target_ids * 1.3 / self.config.processes / self.config.min_seconds
+        rate = self.config.target_ids * 0.9 / self.config.processes / self.config.min_seconds
         with open(self.run / "logs" / f"{number}.err", "wb") as err:
             self.spawned.append(
                 subprocess.Popen(

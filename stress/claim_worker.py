@@ -1,0 +1,67 @@
+"""One process of the claims simulation: ``python -m stress.claim_worker --threads N ...``.
+
+It builds ``N`` generators, each with its own database allocator (so its own claim thread
+and connection), as ``N`` separate processes would have. Once ``--start`` exists, every
+thread claims a slot at once and reports ``claimed <worker_id> <seconds>``; the leases are
+held until ``--go`` exists, then each generator issues ``--count`` IDs (written to ``--out``)
+and releases its slot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+
+from tests.worker_process import report, wait_for, write_ids
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--count", type=int, default=100)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--start", required=True)
+    parser.add_argument("--go", required=True)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django_snowflake import runtime
+    from django_snowflake.allocators.base import BaseAllocator
+
+    generators = [runtime.build() for _ in range(args.threads)]
+    ids: list[list[int]] = [[] for _ in generators]
+    report("ready")
+
+    def claim(number: int) -> None:
+        generator = generators[number]
+        wait_for(args.start)
+        started = time.perf_counter()
+        try:
+            lease = generator.ensure_lease()
+        except Exception as exc:
+            report("failed", type(exc).__name__, str(exc).replace("\n", " ")[:300])
+            return
+        report("claimed", lease.worker_id, f"{time.perf_counter() - started:.6f}")
+        wait_for(args.go)
+        ids[number] = generator.next_ids(args.count)
+
+    threads = [threading.Thread(target=claim, args=(n,)) for n in range(args.threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    write_ids(args.out, [value for batch in ids for value in batch])
+    for generator in generators:
+        assert isinstance(generator.lease_source, BaseAllocator)
+        generator.lease_source.close()
+    report("done")
+
+
+if __name__ == "__main__":
+    main()
