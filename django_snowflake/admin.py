@@ -133,13 +133,6 @@ def _local_midnight(dt: datetime) -> datetime:
     return timezone.make_aware(datetime.combine(dt.date(), datetime.min.time()))
 
 
-def lease_state(node: WorkerNode, now: datetime) -> str:
-    """``"released"``, ``"expired"`` or ``"active"``: whether a process holds the slot."""
-    if node.released_at is not None:
-        return "released"
-    return "expired" if node.lease_expires_at <= now else "active"
-
-
 LEASE_STATES = {"active": _("active"), "expired": _("expired"), "released": _("released")}
 
 
@@ -184,7 +177,7 @@ class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.display(description=_("lease"))
     def lease(self, obj: WorkerNode) -> str:
-        return str(LEASE_STATES[lease_state(obj, timezone.now())])
+        return str(LEASE_STATES[obj.lease_state(timezone.now())])
 
     @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
     def heartbeat_age(self, obj: WorkerNode) -> str:
@@ -203,7 +196,7 @@ class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: WorkerNode | None = None) -> bool:
-        if obj is not None and lease_state(obj, timezone.now()) == "active":
+        if obj is not None and obj.lease_state(timezone.now()) == "active":
             return False
         return super().has_delete_permission(request, obj)
 
