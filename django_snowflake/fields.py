@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 from django.core import checks
 from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.translation import gettext_lazy as _
 
 from . import generate
@@ -64,6 +65,14 @@ class SnowflakeField(_SnowflakeDefaultMixin, models.BigIntegerField):  # type: i
     """
 
     description = _("Snowflake ID")
+
+    def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
+        # Inserts call this once per row: for an int (what generate() returns) the generic
+        # chain (get_db_prep_value, get_prep_value, int()) hands the value on unchanged to
+        # the backend's adapter, so go straight there. Anything else takes the full chain.
+        if value.__class__ is int:
+            return connection.ops.adapt_integerfield_value(value, "BigIntegerField")
+        return super().get_db_prep_save(value, connection)
 
     def formfield(self, **kwargs: Any) -> forms.Field | None:
         # Skip BigIntegerField.formfield(): its min_value/max_value are for number inputs,

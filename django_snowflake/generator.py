@@ -214,6 +214,7 @@ class SnowflakeGenerator:
         # loses the GIL while it holds the lock, and contending threads do not queue on it.
         # A reading that went stale while waiting for the lock is harmless: outside the
         # window of the current unit, the slow path reads the clock again.
+        # django_snowflake.generate() inlines these lines: change both together.
         now = time.time_ns()
         with self._lock:
             if self._window_start <= now < self._window_end:

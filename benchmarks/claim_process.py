@@ -1,0 +1,30 @@
+"""One claimant of the claim benchmark, in a fresh interpreter.
+
+``python -m benchmarks.claim_process START GO``: sets Django up and reports ``ready``,
+waits for the file START, claims a worker slot and reports ``claimed WORKER SECONDS`` (the
+test suite's helper, :mod:`tests.worker_process`), then holds the slot until GO exists so
+that every claimant of a herd holds one at the same time, and releases it at exit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+
+from tests.worker_process import claim, report, wait_for
+
+
+def main() -> None:
+    import django
+
+    django.setup()
+    report("ready")
+    wait_for(sys.argv[1])
+    claim()
+    wait_for(sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()

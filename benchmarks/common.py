@@ -1,0 +1,99 @@
+"""Helpers shared by the sections: summaries, the machine's description, progress output."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parent.parent
+T = TypeVar("T")
+
+
+def summary(values: Sequence[float]) -> dict[str, Any]:
+    """Median, min and max of the runs, and the runs themselves."""
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "runs": list(values),
+    }
+
+
+def rotated(items: Sequence[T], round_number: int) -> list[T]:
+    """``items`` starting at a different one each round: interleaved runs, no fixed order."""
+    shift = round_number % len(items)
+    return [*items[shift:], *items[:shift]]
+
+
+def timed(function: Callable[[], object]) -> float:
+    """Seconds ``function()`` took, after a full garbage collection."""
+    gc.collect()
+    started = time.perf_counter()
+    function()
+    return time.perf_counter() - started
+
+
+def log(*words: object) -> None:
+    print(time.strftime("%H:%M:%S"), *words, file=sys.stderr, flush=True)
+
+
+def _first_line(command: Iterable[str]) -> str:
+    try:
+        out = subprocess.run(list(command), capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    import django
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = None
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        memory_gb = round(pages / 2**30, 1)
+    except (ValueError, OSError):
+        pass
+    versions: dict[str, str] = {
+        "python": platform.python_version(),
+        "django": django.__version__,
+    }
+    for module, name in (("psycopg", "psycopg"), ("MySQLdb", "mysqlclient")):
+        try:
+            imported = __import__(module)
+            versions[name] = getattr(imported, "__version__", "") or ".".join(
+                map(str, getattr(imported, "version_info", ())[:3])
+            )
+        except ImportError:
+            pass
+    import sqlite3
+
+    versions["sqlite"] = sqlite3.sqlite_version
+    return {
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": memory_gb,
+        "os": platform.platform(),
+        "versions": versions,
+        "commit": _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+        "load_average_at_start": os.getloadavg(),
+    }

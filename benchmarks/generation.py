@@ -1,0 +1,150 @@
+"""Section 1: IDs per second, single-threaded and with threads contending.
+
+Each variant runs the same loop (``for _ in range(n): function()``) so loop overhead is
+shared; the ratios are taken per round (paired), then summarised over the rounds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import django_snowflake
+from django_snowflake import generate, generate_many
+
+from .baselines import NaiveSnowflake, uuid7
+from .common import log, rotated, summary
+
+THREADS = (1, 2, 4)
+BATCH = 10_000
+
+
+def calls_per_second(function: Callable[[], object], threads: int, total: int) -> float:
+    """IDs per second of ``threads`` threads sharing ``total`` calls of ``function``."""
+    per_thread = total // threads
+    barrier = threading.Barrier(threads + 1)
+
+    def work() -> None:
+        barrier.wait()
+        for _ in range(per_thread):
+            function()
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    barrier.wait()
+    started = time.perf_counter()
+    for worker in workers:
+        worker.join()
+    return per_thread * threads / (time.perf_counter() - started)
+
+
+def batch_rate(batches: int) -> float:
+    started = time.perf_counter()
+    for _ in range(batches):
+        generate_many(BATCH)
+    return batches * BATCH / (time.perf_counter() - started)
+
+
+def check_correctness(threads: int = 4, per_thread: int = 50_000) -> None:
+    """Contending threads get unique IDs, increasing in each thread (untimed)."""
+    results: list[list[int]] = []
+
+    def work() -> None:
+        ids = [generate() for _ in range(per_thread)]
+        ids += generate_many(BATCH)
+        results.append(ids)
+
+    workers = [threading.Thread(target=work) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    every = [i for ids in results for i in ids]
+    assert len(set(every)) == len(every), "duplicate IDs"
+    assert all(ids == sorted(ids) for ids in results), "IDs not increasing within a thread"
+
+
+def queries_per_id(count: int) -> dict[str, Any]:
+    """Database queries (from any thread) while ``count`` IDs are generated after the claim."""
+    from django.db.backends.utils import CursorWrapper
+
+    executed = 0
+    original = CursorWrapper._execute_with_wrappers
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal executed
+        executed += 1
+        return original(self, *args, **kwargs)
+
+    CursorWrapper._execute_with_wrappers = counting  # type: ignore[method-assign]
+    try:
+        for _ in range(count):
+            generate()
+        generate_many(count)
+    finally:
+        CursorWrapper._execute_with_wrappers = original  # type: ignore[method-assign]
+    return {"ids": 2 * count, "queries": executed, "queries_per_id": executed / (2 * count)}
+
+
+def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
+    generator = django_snowflake.get_generator()
+    claim_started = time.perf_counter()
+    generator.ensure_lease()
+    claim_seconds = time.perf_counter() - claim_started
+    layout = generator.layout
+    limit = layout.ids_per_second  # the bit-space limit of one worker: 4,096,000 for twitter
+    naive = NaiveSnowflake()
+    variants: dict[str, Callable[[], object]] = {
+        "naive": naive.next_id,
+        "generate": generate,
+        "uuid4": uuid.uuid4,
+        "uuid7": uuid7,
+    }
+    check_correctness()
+    rates: dict[str, list[float]] = {}
+    many: list[float] = []
+    jobs = [(name, threads) for threads in THREADS for name in variants] + [("many", 0)]
+    for round_number in range(rounds):
+        for name, threads in rotated(jobs, round_number):
+            if name == "many":
+                many.append(batch_rate(batches))
+            else:
+                rate = calls_per_second(variants[name], threads, calls)
+                rates.setdefault(f"{name}@{threads}", []).append(rate)
+        log(
+            f"generation round {round_number + 1}/{rounds}: generate "
+            f"{rates['generate@1'][-1]:,.0f}/s, naive {rates['naive@1'][-1]:,.0f}/s, "
+            f"2 threads {rates['generate@2'][-1]:,.0f} vs {rates['naive@2'][-1]:,.0f}/s, "
+            f"generate_many {many[-1]:,.0f}/s"
+        )
+    ratios = {
+        f"generate/naive@{threads}": [
+            g / n
+            for g, n in zip(rates[f"generate@{threads}"], rates[f"naive@{threads}"], strict=True)
+        ]
+        for threads in THREADS
+    }
+    ratios.update(
+        {
+            f"generate/{other}@1": [
+                g / o for g, o in zip(rates["generate@1"], rates[f"{other}@1"], strict=True)
+            ]
+            for other in ("uuid4", "uuid7")
+        }
+    )
+    ratios["generate_many/limit"] = [rate / limit for rate in many]
+    return {
+        "calls": calls,
+        "batch": BATCH,
+        "batches": batches,
+        "layout_limit_ids_per_second": limit,
+        "first_claim_seconds": claim_seconds,
+        "rates": {key: summary(values) for key, values in rates.items()},
+        "generate_many": summary(many),
+        "ratios": {key: summary(values) for key, values in ratios.items()},
+        "queries_after_claim": queries_per_id(100_000),
+    }

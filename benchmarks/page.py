@@ -1,0 +1,342 @@
+"""The text of ``docs/performance.rst``, built from a results file."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .common import ROOT
+from .report import DB_NAMES, KEYS, NAMES, _mb, _rate, spread, table, targets
+
+BEFORE = ROOT / "benchmarks" / "results" / "before.json"
+AFTER = ROOT / "benchmarks" / "results" / "after.json"
+
+
+def _targets(results: dict[str, Any]) -> str:
+    marks = {True: "met", False: "**missed**", None: "reported"}
+    rows = [[what, measured, goal, marks[met]] for what, measured, goal, met in targets(results)]
+    return table(["target", "measured: median (min-max)", "goal", "result"], rows, "45 30 12 13")
+
+
+def _generation(results: dict[str, Any]) -> str:
+    generation = results["generation"]
+    rates = generation["rates"]
+    rows = []
+    for name in ("generate", "naive", "uuid4", "uuid7"):
+        label = {
+            "generate": "``django_snowflake.generate()``",
+            "naive": "naive Snowflake (lock + ``time.time_ns()`` + sequence)",
+            "uuid4": "``uuid.uuid4()``",
+            "uuid7": "UUIDv7 (CPython 3.14's algorithm)",
+        }[name]
+        rows.append([label, *(spread(rates[f"{name}@{t}"], "{:,.0f}") for t in (1, 2, 4))])
+    rows.append(
+        [
+            "``generate_many(10_000)``",
+            spread(generation["generate_many"], "{:,.0f}"),
+            "",
+            "",
+        ]
+    )
+    rows.append(
+        [
+            "the layout's bit-space limit (twitter: 4,096 IDs per ms)",
+            f"{generation['layout_limit_ids_per_second']:,}",
+            "",
+            "",
+        ]
+    )
+    return table(["IDs per second", "1 thread", "2 threads", "4 threads"], rows, "40 20 20 20")
+
+
+def _construction(results: dict[str, Any]) -> str:
+    construction = results["construction"]
+    rows = [
+        [
+            NAMES[key],
+            spread(construction["instances_per_second"][key], "{:,.0f}"),
+            spread(construction["microseconds"][key], "{:.2f}"),
+            ""
+            if key == "bigauto"
+            else spread(construction["extra_microseconds_vs_bigauto"][key], "{:+.2f}"),
+        ]
+        for key in KEYS
+    ]
+    return table(
+        ["model", "instances per second", "µs per instance", "µs more than BigAutoField"],
+        rows,
+    )
+
+
+def _inserts(results: dict[str, Any]) -> str:
+    inserts = results["inserts"]
+    parts = []
+    for db in ("sqlite", "postgresql", "mariadb"):
+        if db not in inserts:
+            continue
+        for kind, title in (
+            ("bulk", "bulk_create"),
+            ("bulk_preloaded", "bulk_create into a table holding {preloaded:,} rows"),
+            ("create", "single-row create()"),
+        ):
+            section = inserts[db].get(kind)
+            if not section:
+                continue
+            heading = title.format(preloaded=section.get("preloaded_rows", 0))
+            keys = section["keys"]
+            sized = "sizes" in keys["bigauto"]
+            header = ["key", "rows per second", "vs SnowflakeModel"]
+            if sized:
+                header += ["pk index (MiB)", "table (MiB)", "total (MiB)"]
+            rows = []
+            for key in KEYS:
+                ratio = (
+                    ""
+                    if key == "snowflake"
+                    else spread(section["ratios"][f"snowflake/{key}"], "{:.2f}x")
+                )
+                row = [NAMES[key], _rate(keys[key]["rows_per_second"]), ratio]
+                if sized:
+                    row += [_mb(keys[key]["sizes"][p]) for p in ("pk_index", "table", "total")]
+                rows.append(row)
+            parts.append(
+                f"**{DB_NAMES[db]}, {heading}** ({section['rows']:,} rows, "
+                f"{section['runs']} runs)\n\n" + table(header, rows)
+            )
+    return "\n".join(parts)
+
+
+def _claims(results: dict[str, Any]) -> str:
+    claims = results["claims"]
+    herds = claims["herds"]
+    header = ["database", "first claim (ms)"]
+    for size in herds:
+        header += [f"herd of {size}: median claim (ms)", f"herd of {size}: slowest (ms)"]
+    rows = []
+    for db, entry in claims["databases"].items():
+        row = [DB_NAMES[db], spread(entry["first_claim_ms"], "{:.1f}")]
+        for size in herds:
+            herd = entry[f"herd_{size}"]
+            row += [
+                spread(herd["median_claim_ms"], "{:.0f}"),
+                spread(herd["slowest_claim_ms"], "{:.0f}"),
+            ]
+        rows.append(row)
+    return table(header, rows)
+
+
+def _machine(results: dict[str, Any]) -> str:
+    meta = results["machine"]
+    versions = ", ".join(f"{name} {version}" for name, version in meta["versions"].items())
+    servers = results.get("servers", {})
+    lines = [
+        f"- **Date**: {meta['date']} (commit ``{meta['commit']}``), full run in "
+        f"{results['duration_seconds'] / 60:.0f} minutes.",
+        f"- **Machine**: {meta['cpu']}, {meta['cores']} cores, {meta['memory_gb']} GiB, "
+        f"{meta['os']}; load average {meta['load_average_at_start'][0]:.1f} at the start, "
+        f"{meta['load_average_at_end'][0]:.1f} at the end.",
+        f"- **Versions**: {versions}.",
+    ]
+    for db, facts in servers.items():
+        described = ", ".join(f"{key} {value}" for key, value in facts.items())
+        lines.append(f"- **{DB_NAMES[db]}**: {described}.")
+    return "\n".join(lines) + "\n"
+
+
+def _before_after() -> str:
+    if not (BEFORE.exists() and AFTER.exists()):
+        return ""
+    before = json.loads(BEFORE.read_text())
+    results = json.loads(AFTER.read_text())
+    rows = []
+    pairs = [
+        ("``generate()``, 1 thread (IDs/s)", ("generation", "rates", "generate@1"), "{:,.0f}"),
+        ("``generate()``, 2 threads (IDs/s)", ("generation", "rates", "generate@2"), "{:,.0f}"),
+        ("``generate()``, 4 threads (IDs/s)", ("generation", "rates", "generate@4"), "{:,.0f}"),
+        ("``generate_many(10_000)`` (IDs/s)", ("generation", "generate_many"), "{:,.0f}"),
+        (
+            "generate() / naive, 1 thread",
+            ("generation", "ratios", "generate/naive@1"),
+            "{:.2f}x",
+        ),
+        (
+            "generate() / naive, 2 threads",
+            ("generation", "ratios", "generate/naive@2"),
+            "{:.2f}x",
+        ),
+        (
+            "SnowflakeModel instance, µs over BigAutoField",
+            ("construction", "extra_microseconds_vs_bigauto", "snowflake"),
+            "{:.2f}",
+        ),
+    ]
+    pairs += [
+        (
+            f"{DB_NAMES[db]} bulk_create, SnowflakeModel / BigAutoField",
+            ("inserts", db, "bulk", "ratios", "snowflake/bigauto"),
+            "{:.2f}x",
+        )
+        for db in DB_NAMES
+    ]
+    for label, path, fmt in pairs:
+        old, new = before, results
+        try:
+            for step in path:
+                old, new = old[step], new[step]
+        except KeyError:
+            continue
+        rows.append([label, spread(old, fmt), spread(new, fmt)])
+    return table(["", "before", "after"], rows, "40 30 30")
+
+
+HEAD = """\
+Performance
+===========
+
+.. The numbers on this page are written by ``python -m benchmarks`` (a full run) from
+   ``benchmarks/results/latest.json``; edit ``benchmarks/page.py``, not this file.
+
+How fast a Snowflake key is next to the alternatives, measured in one run on one machine:
+every figure is a ratio to a baseline measured in the same run, because absolute numbers
+move with the machine and its load. Each figure is the median of interleaved runs, with the
+minimum and maximum in brackets.
+
+Run the benchmarks
+------------------
+
+From a checkout, with PostgreSQL and MariaDB reachable as for the test suite::
+
+    pip install -e '.[bench]'
+    python -m benchmarks            # the full run: rewrites this page
+    python -m benchmarks --quick    # a smoke run: rows scaled down 20-100x
+
+``--only generation construction inserts claims`` runs some sections, ``--databases sqlite
+postgresql mariadb`` some databases. The runner creates its own databases
+(``snowflake_bench`` on each server, SQLite files in a temporary directory) and drops them
+at the end; results go to ``benchmarks/results/`` as JSON. The benchmarks are not part of the
+test suite.
+
+"""
+
+
+def build(results: dict[str, Any]) -> str:
+    sizes = results["sizes"]
+    parts = [
+        HEAD,
+        "Results\n-------\n\n",
+        _machine(results),
+        "\n.. image:: _static/performance.png\n   :alt: Bar charts of the results below\n\n",
+        "Targets\n~~~~~~~\n\n",
+        _targets(results),
+        "\n",
+        NOTES.format(**sizes),
+        ANALYSIS,
+    ]
+    sections = (
+        ("generation", "Generation", GENERATION_TEXT, _generation),
+        ("construction", "Model construction", CONSTRUCTION_TEXT, _construction),
+        ("inserts", "Inserts", INSERTS_TEXT, _inserts),
+        ("claims", "Worker claims", CLAIMS_TEXT, _claims),
+    )
+    for key, title, text, render in sections:
+        if key in results:
+            parts += [f"\n{title}\n{'~' * len(title)}\n\n", text.format(**sizes), render(results)]
+    before_after = _before_after()
+    if before_after:
+        parts += ["\n", OPTIMISATIONS, before_after]
+    return "".join(parts)
+
+
+ANALYSIS = ""
+
+
+NOTES = """How the figures are taken: every section interleaves its variants (each round runs each
+variant once, in an order rotated from round to round) and every ratio is taken inside a
+round, then summarised over the rounds, so that a burst of load from elsewhere on the machine
+falls on both sides of a ratio. Generation and construction: {micro_rounds} rounds. Bulk
+loads: {bulk_runs} runs of {bulk_rows:,} rows per key and database (a 1,000,000-row load takes
+10-40 s, so a full run does three of each, and a ``--quick`` run five of 20,000); single-row
+creates: {create_runs} runs of {create_rows:,} rows; the load into a preloaded table:
+{preloaded_runs} runs; claims: {claim_runs} runs.
+
+"""
+
+GENERATION_TEXT = """``generate()`` runs as a field default runs it: the process-local generator with the
+``database`` allocator, its worker slot claimed before the timing starts (the claim is timed
+on its own below), with every safety check on: the lock, the lease limit, the ``wait``
+rollback policy, the fork hook. The naive Snowflake (``benchmarks/baselines.py``) is the
+textbook algorithm: a lock around ``time.time_ns()`` and a 12-bit sequence, and none of those
+checks. Threads share {calls:,} calls; ``generate_many(10_000)`` is called {batches} times in a
+row. After the claim, no ID costs a query: the runner counts every query any thread sends
+while it generates 200,000 IDs.
+
+"""
+
+CONSTRUCTION_TEXT = """``Model(value=i, label=...)``, {instances:,} times per round, for models whose key is the first
+field (as the implicit ``id`` is: Django pops each field from the keyword arguments while any
+are left, so a key declared last would skip a ``KeyError`` that a real model pays). The extra
+cost over ``BigAutoField`` is the key's default: ``generate()``, ``uuid4()`` or the UUIDv7
+function, against Django's ``return_None``.
+
+"""
+
+INSERTS_TEXT = """The four tables have the same payload (an ``IntegerField`` and a ``CharField(max_length=32)``)
+and differ only in their key: ``BigAutoField``, ``SnowflakeModel`` (a ``bigint`` the
+application fills), ``UUIDField(default=uuid.uuid4)`` and ``UUIDField(default=uuid7)``.
+Every load starts from an empty table, created for it (or from a file copy of a preloaded one);
+the rate counts building the instances (where the Snowflake and UUID keys are generated) and
+the insert. ``bulk_create(objs, batch_size=5000)`` runs as Django runs it: in one transaction,
+with ``INSERT ... SELECT * FROM UNNEST(...)`` on PostgreSQL (Django 5.2), ``RETURNING`` the
+``BigAutoField`` keys on PostgreSQL, MariaDB and SQLite, and batches capped at 333 rows on
+SQLite (999 query parameters). ``create()`` runs in autocommit, one transaction per row, so on
+the servers each row waits for its commit to reach the disk (``fsync``, ``synchronous_commit``
+and ``innodb_flush_log_at_trx_commit`` are on, as shipped). Sizes are bytes on disk after the
+load: PostgreSQL's heap and primary key index; on MariaDB the table *is* its clustered primary
+key index (InnoDB), so both columns show ``data_length``; on SQLite a ``BigAutoField`` is the
+rowid and has no separate index, while a ``bigint`` or ``char(32)`` key has one. The
+preloaded table holds {preload_rows:,} rows written in key order (four other workers' IDs, or
+UUIDv7s, one per millisecond up to the run; random uuid4s), vacuumed and analysed.
+
+"""
+
+CLAIMS_TEXT = """Each claimant is a fresh interpreter (``benchmarks/claim_process.py``, which reuses the test
+suite's ``tests/worker_process.py``): it sets Django up, waits for a barrier file, claims its
+worker slot through the ``WorkerNode`` table and reports the time the claim took (its
+database round trips, not the interpreter's start), then holds the slot until every claimant
+has one. A herd is that many claimants released together, as a fleet restarting at once; the
+table is emptied before each run. The first claim is a single claimant on an empty table.
+
+"""
+
+OPTIMISATIONS = """What was optimised
+~~~~~~~~~~~~~~~~~~
+
+Profiled with ``cProfile`` and per-call timings, then changed in the product, with every safety
+property kept (the lock, the lease limit check, the rollback policies, fork safety) and the test
+suite passing on the three databases:
+
+- ``generate()`` imported ``django_snowflake.runtime`` on every call (an ``import`` statement
+  costs about as much as the whole generator); it now keeps a reference to the module and
+  reads the current generator from it, so settings changes and resets are still seen.
+- ``next_id()`` keeps a *window*: the nanosecond range of the current time unit and the next and
+  last ID it may issue in it. The common case compares ``time.time_ns()`` with the window and
+  increments a counter, with no arithmetic on the time; anything else (a new unit, a spent
+  sequence, the clock behind, no lease, an injected clock) takes the full path, which folds
+  the window back into the state first. The window never outlives the unit, the lease (revoking
+  or losing it closes the window) or the sequence.
+- The clock is read before the lock is taken, so the critical section calls nothing. CPython
+  hands the GIL to another thread only at calls and loop jumps, so a thread no longer loses it
+  while holding the lock, and contending threads stop queueing on the lock (the naive
+  generator, which reads the clock under its lock, convoys). A reading made stale by the wait
+  for the lock falls outside the window and goes to the full path, which reads the clock again.
+- A spent sequence waited ``max(target - now, 1)`` whole milliseconds from a clock truncated to
+  the millisecond, overshooting the next unit by up to a unit: ``generate_many`` lost up to half
+  the layout's capacity. It now waits (spinning, as before, for the last millisecond) until the
+  next unit's first nanosecond.
+- ``SnowflakeField.get_db_prep_save()`` sends an ``int`` straight to the backend's adapter,
+  skipping three generic calls that return it unchanged: inserts run it once per row.
+
+Before and after, measured back to back with ``--quick`` (``results/before.json`` and
+``results/after.json``):
+
+"""

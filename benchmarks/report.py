@@ -1,0 +1,279 @@
+"""Turn a results file into the targets check, ``docs/performance.rst`` and its chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .common import ROOT
+
+DOCS = ROOT / "docs"
+CHART = DOCS / "_static" / "performance.png"
+KEYS = ("bigauto", "snowflake", "uuid4", "uuid7")
+NAMES = {
+    "bigauto": "BigAutoField",
+    "snowflake": "SnowflakeModel",
+    "uuid4": "UUIDField uuid4",
+    "uuid7": "UUIDField UUIDv7",
+    "naive": "naive Snowflake",
+    "generate": "generate()",
+}
+DB_NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL", "mariadb": "MariaDB"}
+
+
+def spread(entry: dict[str, Any], fmt: str = "{:.2f}", scale: float = 1) -> str:
+    """``median (min-max)`` of a summary."""
+    median, low, high = (entry[k] * scale for k in ("median", "min", "max"))
+    return f"{fmt.format(median)} ({fmt.format(low)}-{fmt.format(high)})"
+
+
+def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(what, measured, target, met) for every target the results cover."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    generation = results.get("generation")
+    if generation:
+        ratios = generation["ratios"]
+        rows += [
+            (
+                "generate() vs naive Snowflake, 1 thread",
+                spread(ratios["generate/naive@1"], "{:.2f}x"),
+                ">= 1.3x",
+                ratios["generate/naive@1"]["median"] >= 1.3,
+            ),
+            (
+                "generate() vs naive Snowflake, 2 threads contending",
+                spread(ratios["generate/naive@2"], "{:.2f}x"),
+                ">= 2x",
+                ratios["generate/naive@2"]["median"] >= 2,
+            ),
+            (
+                "generate_many(10_000) vs the layout's limit (4,096,000/s)",
+                spread(ratios["generate_many/limit"], "{:.1%}"),
+                ">= 95%",
+                ratios["generate_many/limit"]["median"] >= 0.95,
+            ),
+        ]
+        queries = generation["queries_after_claim"]
+        rows.append(
+            (
+                "database queries per ID after the claim",
+                f"{queries['queries']} in {queries['ids']:,} IDs",
+                "0",
+                queries["queries"] == 0,
+            )
+        )
+    construction = results.get("construction")
+    if construction:
+        extra = construction["extra_microseconds_vs_bigauto"]["snowflake"]
+        rows.append(
+            (
+                "SnowflakeModel instance, extra cost over BigAutoField",
+                spread(extra, "{:.2f} µs"),
+                "<= 0.4 µs",
+                extra["median"] <= 0.4,
+            )
+        )
+    inserts = results.get("inserts", {})
+    checks = [
+        ("postgresql", "bulk", "bigauto", 0.95, "PostgreSQL bulk_create vs BigAutoField"),
+        (
+            "postgresql",
+            "bulk_preloaded",
+            "bigauto",
+            0.95,
+            "PostgreSQL bulk_create into 5M rows vs BigAutoField",
+        ),
+        ("postgresql", "bulk", "uuid7", 1.2, "PostgreSQL bulk_create vs UUIDv7"),
+        ("postgresql", "bulk", "uuid4", 1.6, "PostgreSQL bulk_create vs uuid4"),
+        (
+            "postgresql",
+            "bulk_preloaded",
+            "uuid7",
+            1.2,
+            "PostgreSQL bulk_create into 5M rows vs UUIDv7",
+        ),
+        (
+            "postgresql",
+            "bulk_preloaded",
+            "uuid4",
+            1.6,
+            "PostgreSQL bulk_create into 5M rows vs uuid4",
+        ),
+        ("postgresql", "create", "bigauto", 1.15, "PostgreSQL single-row create() vs BigAutoField"),
+        ("sqlite", "bulk", "bigauto", 0.95, "SQLite bulk_create vs BigAutoField"),
+        ("sqlite", "create", "bigauto", None, "SQLite single-row create() vs BigAutoField"),
+        ("mariadb", "bulk", "bigauto", None, "MariaDB bulk_create vs BigAutoField"),
+        ("mariadb", "bulk", "uuid7", None, "MariaDB bulk_create vs UUIDv7"),
+        ("mariadb", "bulk", "uuid4", None, "MariaDB bulk_create vs uuid4"),
+        ("mariadb", "create", "bigauto", None, "MariaDB single-row create() vs BigAutoField"),
+    ]
+    for db, kind, other, goal, label in checks:
+        section = inserts.get(db, {}).get(kind)
+        if not section:
+            continue
+        ratio = section["ratios"][f"snowflake/{other}"]
+        rows.append(
+            (
+                label,
+                spread(ratio, "{:.2f}x"),
+                "reported" if goal is None else f">= {goal}x",
+                None if goal is None else ratio["median"] >= goal,
+            )
+        )
+    return rows
+
+
+def target_lines(results: dict[str, Any]) -> list[str]:
+    marks = {True: "met", False: "MISSED", None: "-"}
+    return [
+        f"{marks[met]:>6}  {what}: {measured} (target {goal})"
+        for what, measured, goal, met in targets(results)
+    ]
+
+
+# The docs page.
+
+
+def table(header: list[str], rows: list[list[str]], widths: str | None = None) -> str:
+    lines = [".. list-table::", "   :header-rows: 1"]
+    if widths:
+        lines.append(f"   :widths: {widths}")
+    lines.append("")
+    for row in [header, *rows]:
+        lines.append(f"   * - {row[0]}")
+        lines.extend(f"     - {cell}" for cell in row[1:])
+    return "\n".join(lines) + "\n"
+
+
+def _mb(entry: dict[str, Any]) -> str:
+    return f"{entry['median'] / 2**20:.1f}"
+
+
+def _rate(entry: dict[str, Any]) -> str:
+    return spread(entry, "{:,.0f}")
+
+
+def chart(results: dict[str, Any], path: Path = CHART) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"bigauto": "#888888", "snowflake": "#1f77b4", "uuid4": "#d62728", "uuid7": "#ff7f0e"}
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+
+    def bars(
+        ax: Any,
+        groups: list[str],
+        series: dict[str, list[dict[str, Any] | None]],
+        color: dict[str, str],
+        scale: float = 1,
+    ) -> None:
+        width = 0.8 / len(series)
+        for n, (name, entries) in enumerate(series.items()):
+            xs, ys, low, high = [], [], [], []
+            for g, entry in enumerate(entries):
+                if entry is None:
+                    continue
+                xs.append(g + (n - (len(series) - 1) / 2) * width)
+                ys.append(entry["median"] * scale)
+                low.append((entry["median"] - entry["min"]) * scale)
+                high.append((entry["max"] - entry["median"]) * scale)
+            ax.bar(
+                xs,
+                ys,
+                width,
+                yerr=[low, high],
+                capsize=2,
+                label=NAMES.get(name, name),
+                color=color.get(name),
+            )
+        ax.set_xticks(range(len(groups)), groups)
+        ax.grid(axis="y", alpha=0.3)
+
+    generation = results.get("generation")
+    ax = axes[0][0]
+    if not generation:
+        ax.set_visible(False)
+    else:
+        rates = generation["rates"]
+        series = {
+            name: [rates[f"{name}@{t}"] for t in (1, 2, 4)]
+            for name in ("naive", "generate", "uuid4", "uuid7")
+        }
+        bars(
+            ax,
+            ["1 thread", "2 threads", "4 threads"],
+            series,
+            {"naive": "#888888", "generate": "#1f77b4", "uuid4": "#d62728", "uuid7": "#ff7f0e"},
+            scale=1e-6,
+        )
+        limit = generation["layout_limit_ids_per_second"] / 1e6
+        ax.axhline(limit, color="black", linestyle="--", linewidth=1)
+        many = generation["generate_many"]["median"] / 1e6
+        ax.text(
+            2.45,
+            limit,
+            f"bit-space limit {limit:.3f}M/s\ngenerate_many: {many:.2f}M/s",
+            ha="right",
+            va="bottom",
+            fontsize=8,
+        )
+        ax.set_ylabel("million IDs per second")
+        ax.set_title("ID generation")
+        ax.legend(fontsize=8, loc="center right")
+
+    inserts = results.get("inserts", {})
+    panels: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
+        "bulk": ([], []),
+        "create": ([], []),
+        "index": ([], []),
+    }
+    for db in ("sqlite", "postgresql", "mariadb"):
+        if db not in inserts:
+            continue
+        for panel, kind in (("bulk", "bulk"), ("create", "create"), ("index", "bulk")):
+            panels[panel][0].append(DB_NAMES[db])
+            panels[panel][1].append(inserts[db][kind]["keys"])
+        if "bulk_preloaded" in inserts[db]:
+            panels["bulk"][0].append("PostgreSQL\n+5M rows")
+            panels["bulk"][1].append(inserts[db]["bulk_preloaded"]["keys"])
+    for ax, panel, title, unit, scale in (
+        (axes[0][1], "bulk", "bulk_create, rows per second", "thousand rows/s", 1e-3),
+        (axes[1][0], "create", "single-row create(), rows per second", "rows/s", 1),
+        (axes[1][1], "index", "primary key index after the bulk load", "MiB", 2**-20),
+    ):
+        groups, data = panels[panel]
+        if not groups:
+            ax.set_visible(False)
+            continue
+        series = {
+            key: [
+                entry[key]["sizes"]["pk_index"]
+                if panel == "index"
+                else entry[key]["rows_per_second"]
+                for entry in data
+            ]
+            for key in KEYS
+        }
+        bars(ax, groups, series, colors, scale=scale)
+        ax.set_title(title)
+        ax.set_ylabel(unit)
+        ax.legend(fontsize=8)
+    meta = results["machine"]
+    fig.suptitle(
+        f"django_snowflake benchmarks, {meta['date'][:10]}, {meta['cores']} cores "
+        f"({meta['cpu']}); bars: median, whiskers: min-max",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def render(results: dict[str, Any], page: Path = DOCS / "performance.rst") -> None:
+    from .page import build
+
+    chart(results)
+    page.write_text(build(results))

@@ -1,0 +1,143 @@
+"""The benchmark runner: ``python -m benchmarks [--quick] [--only SECTION ...]``.
+
+Measures, in one run and on this machine, django_snowflake against its baselines:
+generation, model construction, inserts (SQLite, PostgreSQL, MariaDB) and worker claims.
+Writes ``benchmarks/results/<date>[-quick].json`` and ``latest[-quick].json``; a full run
+(no ``--quick``, every section and database) also rewrites ``docs/performance.rst`` and
+``docs/_static/performance.png`` from its results (``--report FILE`` re-renders them from
+a results file alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SECTIONS = ("generation", "construction", "inserts", "claims")
+DATABASES = ("sqlite", "postgresql", "mariadb")
+
+# Sizes of a full run, and of a --quick one (rows scaled down 20-100x, herds to a quarter).
+FULL: dict[str, Any] = {
+    "micro_rounds": 7,
+    "calls": 400_000,
+    "batches": 100,
+    "instances": 200_000,
+    "bulk_rows": 1_000_000,
+    "bulk_runs": 3,
+    "create_rows": 20_000,
+    "create_runs": 3,
+    "preload_rows": 5_000_000,
+    "preloaded_runs": 3,
+    "claim_runs": 5,
+    "herds": (32, 64),
+}
+QUICK: dict[str, Any] = {
+    "micro_rounds": 5,
+    "calls": 100_000,
+    "batches": 20,
+    "instances": 50_000,
+    "bulk_rows": 20_000,
+    "bulk_runs": 5,
+    "create_rows": 1_000,
+    "create_runs": 5,
+    "preload_rows": 100_000,
+    "preloaded_runs": 5,
+    "claim_runs": 5,
+    "herds": (8, 16),
+}
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: rows scaled down")
+    parser.add_argument("--only", nargs="+", choices=SECTIONS, help="run these sections only")
+    parser.add_argument(
+        "--databases", nargs="+", choices=DATABASES, default=list(DATABASES), metavar="DB"
+    )
+    parser.add_argument("--report", metavar="FILE", help="only render the docs from FILE")
+    parser.add_argument("--no-docs", action="store_true", help="do not rewrite the docs page")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    from . import report
+
+    if args.report:
+        report.render(json.loads(Path(args.report).read_text()))
+        return
+
+    import django
+
+    django.setup()
+    from . import claims, construction, databases, generation, inserts
+    from .common import log, machine
+
+    sizes = QUICK if args.quick else FULL
+    sections = args.only or list(SECTIONS)
+    aliases = list(args.databases)
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "quick": args.quick,
+        "sizes": {
+            key: list(value) if isinstance(value, tuple) else value for key, value in sizes.items()
+        },
+        "machine": machine(),
+    }
+    databases.create(aliases)
+    try:
+        results["servers"] = databases.server_facts(aliases)
+        if "generation" in sections:
+            results["generation"] = generation.run(
+                sizes["micro_rounds"], sizes["calls"], sizes["batches"]
+            )
+        if "construction" in sections:
+            results["construction"] = construction.run(sizes["micro_rounds"], sizes["instances"])
+        if "inserts" in sections:
+            results["inserts"] = {}
+            for alias in aliases:
+                results["inserts"][alias] = {
+                    "bulk": inserts.run_loads(
+                        alias, "bulk", sizes["bulk_runs"], sizes["bulk_rows"]
+                    ),
+                    "create": inserts.run_loads(
+                        alias, "create", sizes["create_runs"], sizes["create_rows"]
+                    ),
+                }
+            if "postgresql" in aliases:
+                results["inserts"]["postgresql"]["bulk_preloaded"] = inserts.run_preloaded(
+                    sizes["preloaded_runs"], sizes["preload_rows"], sizes["bulk_rows"]
+                )
+        if "claims" in sections:
+            results["claims"] = claims.run(aliases, sizes["claim_runs"], tuple(sizes["herds"]))
+    finally:
+        from django_snowflake import runtime
+
+        runtime.reset()  # release the runner's own slot before its database goes
+        databases.drop(aliases)
+    results["duration_seconds"] = time.perf_counter() - started
+    results["machine"]["load_average_at_end"] = os.getloadavg()
+    complete = set(sections) == set(SECTIONS) and set(aliases) == set(DATABASES)
+    RESULTS.mkdir(exist_ok=True)
+    suffix = "-quick" if args.quick else ""
+    stamp = results["machine"]["date"][:19].replace(":", "")
+    text = json.dumps(results, indent=1)
+    (RESULTS / f"{stamp}{suffix}.json").write_text(text)
+    (RESULTS / f"latest{suffix}.json").write_text(text)
+    log(
+        f"results in {RESULTS / f'latest{suffix}.json'}; took {results['duration_seconds'] / 60:.1f} min"
+    )
+    for line in report.target_lines(results):
+        print(line)
+    if complete and not args.quick and not args.no_docs:
+        report.render(results)
+        log("docs/performance.rst and docs/_static/performance.png rewritten")
+    sys.stdout.flush()
