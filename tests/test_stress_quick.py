@@ -1,0 +1,50 @@
+"""The stress scenarios (``python -m stress``, docs: "Stress runs"), shortened for every test run.
+
+Each runs on the database of this test run (``SNOWFLAKE_TEST_DB``): the torture and the
+claims on a database of their own (a SQLite file, or a private PostgreSQL/MariaDB server on a
+free port, which the torture kills and restarts), the servers on a private server as well.
+Together they take about a minute per database.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+import pytest
+
+from stress.claims import ClaimsConfig, run_claims
+from stress.servers import ServersConfig, run_servers
+from stress.torture import TortureConfig, run_torture
+
+VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+
+pytestmark = pytest.mark.slow
+
+
+def explain(result: dict[str, object]) -> str:
+    return json.dumps(result, indent=2, default=str)[:6000]
+
+
+def test_torture_never_duplicates_under_chaos() -> None:
+    config = dataclasses.replace(
+        TortureConfig.quick(), processes=5, target_ids=60_000, min_seconds=15, max_processes=8
+    )
+    result = run_torture(VENDOR, config)
+    assert result["passed"], explain(result)
+    assert result["duplicates"] == 0
+    assert sum(result["faults"].values()) >= 10, result["faults"]
+
+
+def test_servers_create_through_http_with_one_lease_per_worker() -> None:
+    config = dataclasses.replace(ServersConfig.quick(), requests=400)
+    result = run_servers(VENDOR, config)
+    assert result["passed"], explain(result)
+    assert result["objects_created"] == 800
+
+
+def test_concurrent_claimers_never_collide() -> None:
+    result = run_claims(VENDOR, ClaimsConfig.quick())
+    assert result["passed"], explain(result)
+    assert result["distinct_worker_ids"] == result["claimers"]
