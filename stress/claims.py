@@ -14,9 +14,11 @@ PostgreSQL with ``max_connections = 400``, MariaDB with ``SET GLOBAL max_connect
 from __future__ import annotations
 
 import dataclasses
+import queue
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from array import array
 from pathlib import Path
@@ -38,6 +40,26 @@ class ClaimsConfig:
     @property
     def claimers(self) -> int:
         return self.processes * self.threads
+
+
+class Lines:
+    """The stdout lines of a process, read by a thread, so that waiting for one can time out."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            self.queue.put(line)
+
+    def next(self, deadline: float) -> str:
+        """The next line, or ``""`` once ``deadline`` (monotonic) has passed."""
+        try:
+            return self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return ""
 
 
 def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
@@ -69,18 +91,19 @@ def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
             )
         )
     try:
-        for process in processes:
-            assert process.stdout is not None
-            line = process.stdout.readline()
+        lines = [Lines(process) for process in processes]
+        deadline = time.monotonic() + 120
+        for output in lines:
+            line = output.next(deadline)
             assert line.startswith("ready"), f"a claimer did not start: {line!r}"
         time.sleep(0.5)
         start.touch()
         claims: list[tuple[int, float]] = []
         failures: list[str] = []
-        for process in processes:
-            assert process.stdout is not None
+        deadline = time.monotonic() + 120
+        for output in lines:
             for _ in range(config.threads):
-                words = process.stdout.readline().split(maxsplit=2)
+                words = output.next(deadline).split(maxsplit=2)
                 if words and words[0] == "claimed":
                     claims.append((int(words[1]), float(words[2])))
                 else:

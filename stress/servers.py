@@ -95,7 +95,7 @@ sys.stdout.write("\\n".join(str(pk) for pk in Order.objects.values_list("pk", fl
 def django_python(env: dict[str, str], code: str) -> str:
     command = [sys.executable, "-m", "django", "shell", "-v0", "-c", code]
     return subprocess.run(
-        command, cwd=ROOT, env=env, check=True, capture_output=True, text=True
+        command, cwd=ROOT, env=env, check=True, capture_output=True, text=True, timeout=300
     ).stdout
 
 
@@ -166,8 +166,14 @@ async def _client(port: int, body: bytes, auth: str, budget: list[int], load: Lo
         writer.close()
 
 
-def generate_load(port: int, customer: int, requests: int, concurrency: int) -> Load:
-    """``requests`` order creations over ``concurrency`` keep-alive connections."""
+def generate_load(
+    port: int, customer: int, requests: int, concurrency: int, timeout: float = 3600
+) -> Load:
+    """``requests`` order creations over ``concurrency`` keep-alive connections.
+
+    Requests still unsent after ``timeout`` seconds are counted as the transport error
+    ``deadline``: a stuck server fails the run instead of hanging it.
+    """
     body = json.dumps({"customer": str(customer), "status": "pending"}).encode()
     auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     load = Load()
@@ -266,7 +272,8 @@ def run_server(kind: str, db: Database, customer: int, config: ServersConfig) ->
     env = example_env(db)
     port = free_port()
     before = {int(v) for v in django_python(env, ORDERS).split()}
-    with open(Path(os.environ.get("TMPDIR", "/tmp")) / f"stress-{kind}-{port}.log", "wb") as err:
+    log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"stress-{kind}-{port}.log"
+    with open(log_path, "wb") as err:
         server = subprocess.Popen(
             server_command(kind, port, config.workers),
             cwd=ROOT,
@@ -276,7 +283,9 @@ def run_server(kind: str, db: Database, customer: int, config: ServersConfig) ->
         )
     try:
         wait_for_port(port, server)
-        load = generate_load(port, customer, config.requests, config.concurrency)
+        load = generate_load(
+            port, customer, config.requests, config.concurrency, 120 + config.requests / 5
+        )
         pids = worker_pids(server.pid)
         nodes = json.loads(django_python(env, NODES))
         page = admin_changelist(port)
@@ -343,6 +352,10 @@ def run_server(kind: str, db: Database, customer: int, config: ServersConfig) ->
         # atexit handler runs and their slots expire instead of being released.
         and (kind == "uvicorn" or result["released_after_stop"] == len(active))
     )
+    if not result["passed"]:
+        result["server_log_tail"] = log_path.read_text(errors="replace")[-3000:]
+    else:
+        log_path.unlink()
     return result
 
 
