@@ -22,15 +22,24 @@ THREADS = (1, 2, 4)
 BATCH = 10_000
 
 
-def calls_per_second(function: Callable[[], object], threads: int, total: int) -> float:
-    """IDs per second of ``threads`` threads sharing ``total`` calls of ``function``."""
+def calls_per_second(
+    function: Callable[[], object], threads: int, total: int, cpu: list[float] | None = None
+) -> float:
+    """IDs per second of ``threads`` threads sharing ``total`` calls of ``function``.
+
+    Appends to ``cpu`` the CPU time per call the threads used (a check that does not move
+    with the machine's load, where a rate does).
+    """
     per_thread = total // threads
     barrier = threading.Barrier(threads + 1)
+    used: list[float] = []
 
     def work() -> None:
         barrier.wait()
+        started = time.thread_time()
         for _ in range(per_thread):
             function()
+        used.append(time.thread_time() - started)
 
     workers = [threading.Thread(target=work) for _ in range(threads)]
     for worker in workers:
@@ -39,7 +48,10 @@ def calls_per_second(function: Callable[[], object], threads: int, total: int) -
     started = time.perf_counter()
     for worker in workers:
         worker.join()
-    return per_thread * threads / (time.perf_counter() - started)
+    elapsed = time.perf_counter() - started
+    if cpu is not None:
+        cpu.append(sum(used) / (per_thread * threads))
+    return per_thread * threads / elapsed
 
 
 def batch_rate(batches: int) -> float:
@@ -106,6 +118,7 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
     }
     check_correctness()
     rates: dict[str, list[float]] = {}
+    cpu_per_call: dict[str, list[float]] = {}
     many: list[float] = []
     jobs = [(name, threads) for threads in THREADS for name in variants] + [("many", 0)]
     for round_number in range(rounds):
@@ -113,7 +126,8 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
             if name == "many":
                 many.append(batch_rate(batches))
             else:
-                rate = calls_per_second(variants[name], threads, calls)
+                cpu = cpu_per_call.setdefault(f"{name}@{threads}", [])
+                rate = calls_per_second(variants[name], threads, calls, cpu)
                 rates.setdefault(f"{name}@{threads}", []).append(rate)
         log(
             f"generation round {round_number + 1}/{rounds}: generate "
@@ -137,6 +151,9 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
         }
     )
     ratios["generate_many/limit"] = [rate / limit for rate in many]
+    ratios["cpu: naive/generate@1"] = [
+        n / g for n, g in zip(cpu_per_call["naive@1"], cpu_per_call["generate@1"], strict=True)
+    ]
     return {
         "calls": calls,
         "batch": BATCH,
@@ -144,6 +161,9 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
         "layout_limit_ids_per_second": limit,
         "first_claim_seconds": claim_seconds,
         "rates": {key: summary(values) for key, values in rates.items()},
+        "cpu_ns_per_call": {
+            key: summary([v * 1e9 for v in values]) for key, values in cpu_per_call.items()
+        },
         "generate_many": summary(many),
         "ratios": {key: summary(values) for key, values in ratios.items()},
         "queries_after_claim": queries_per_id(100_000),

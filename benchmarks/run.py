@@ -26,10 +26,10 @@ DATABASES = ("sqlite", "postgresql", "mariadb")
 
 # Sizes of a full run, and of a --quick one (rows scaled down 20-100x, herds to a quarter).
 FULL: dict[str, Any] = {
-    "micro_rounds": 7,
-    "calls": 400_000,
-    "batches": 100,
-    "instances": 200_000,
+    "micro_rounds": 21,
+    "calls": 100_000,
+    "batches": 25,
+    "instances": 50_000,
     "bulk_rows": 1_000_000,
     "bulk_runs": 3,
     "create_rows": 20_000,
@@ -40,10 +40,10 @@ FULL: dict[str, Any] = {
     "herds": (32, 64),
 }
 QUICK: dict[str, Any] = {
-    "micro_rounds": 5,
-    "calls": 100_000,
-    "batches": 20,
-    "instances": 50_000,
+    "micro_rounds": 7,
+    "calls": 50_000,
+    "batches": 10,
+    "instances": 20_000,
     "bulk_rows": 20_000,
     "bulk_runs": 5,
     "create_rows": 1_000,
@@ -106,10 +106,19 @@ def main(argv: list[str] | None = None) -> None:
             for alias in aliases:
                 results["inserts"][alias] = {
                     "bulk": inserts.run_loads(
-                        alias, "bulk", sizes["bulk_runs"], sizes["bulk_rows"]
+                        alias,
+                        "bulk",
+                        sizes["bulk_runs"],
+                        sizes["bulk_rows"],
+                        # The control isolates what sending the key costs (docs: Inserts).
+                        (*inserts.KEYS, "control") if alias == "postgresql" else inserts.KEYS,
                     ),
                     "create": inserts.run_loads(
-                        alias, "create", sizes["create_runs"], sizes["create_rows"]
+                        alias,
+                        "create",
+                        sizes["create_runs"],
+                        sizes["create_rows"],
+                        (*inserts.KEYS, "raw") if alias == "postgresql" else inserts.KEYS,
                     ),
                 }
             if "postgresql" in aliases:

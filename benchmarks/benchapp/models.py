@@ -10,6 +10,7 @@ import uuid
 
 from django.db import models
 
+from django_snowflake.fields import SnowflakeField
 from django_snowflake.models import SnowflakeModel
 
 from ..baselines import uuid7
@@ -67,10 +68,29 @@ class SnowflakeRow(SnowflakeModel):
         return f"{self.pk}: {self.value}"
 
 
+class BigAutoSnowflakeColumnRow(models.Model):
+    """The control: a BigAutoField key plus a Snowflake ID in an ordinary column.
+
+    It pays what SnowflakeRow pays to generate and send an 8-byte value from Python, and what
+    BigAutoRow pays for the database's key and RETURNING it.
+    """
+
+    value = models.IntegerField()
+    label = models.CharField(max_length=32)
+    snowflake = SnowflakeField()
+
+    class Meta:
+        db_table = "bench_bigauto_snowflake_column"
+
+    def __str__(self) -> str:
+        return f"{self.pk}: {self.value}"
+
+
 #: The models in report order, by the key used in the results.
 MODELS: dict[str, type[models.Model]] = {
     "bigauto": BigAutoRow,
     "uuid4": UUID4Row,
     "uuid7": UUID7Row,
     "snowflake": SnowflakeRow,
+    "control": BigAutoSnowflakeColumnRow,
 }
