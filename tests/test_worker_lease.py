@@ -19,7 +19,7 @@ from unittest import mock
 import pytest
 from django.contrib.auth.models import User
 from django.core import checks
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -31,10 +31,13 @@ from django_snowflake.exceptions import (
     ClockMovedBackwards,
     LayoutMismatch,
     NoWorkerAvailable,
+    WorkerLeaseLost,
 )
 from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
+
+from . import private_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -274,6 +277,32 @@ def test_a_claim_never_uses_a_high_water_mark_that_changed_after_it_was_read(
         first_id = generate()
     assert decode(first_id).worker_id == 0
     assert generator.layout.to_units(int(decode(first_id).timestamp.timestamp() * 1000)) > now + 2
+
+
+def test_a_clock_sequence_that_cannot_be_stored_issues_nothing(
+    database_generator: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generator = database_generator(
+        CLOCK_ROLLBACK="clock_sequence", CLOCK_SEQUENCE_BITS=2, WORKER_BITS=8
+    )
+    allocator = generator.lease_source
+    with driven_clock(generator) as clock:
+        before = generate()
+        # Make the database unreachable for new connections, and drop the allocator's.
+        allocator._run(lambda: connections["default"].close())
+        unreachable = {"NAME": "/nonexistent/db.sqlite3"}
+        if connection.vendor != "sqlite":
+            unreachable = {"HOST": "127.0.0.1", "PORT": str(private_server.free_port())}
+        for key, value in unreachable.items():
+            monkeypatch.setitem(connection.settings_dict, key, value)
+        clock.rewind(10)
+        with pytest.raises(WorkerLeaseLost, match="Clock sequence 1 could not be stored"):
+            generate()
+        assert generator.lease is None
+        monkeypatch.undo()
+        after = generate()
+    assert decode(after).clock_sequence == 1
+    assert before != after
 
 
 def test_a_slot_whose_high_water_is_ahead_is_taken_last(database_generator: Any) -> None:

@@ -161,14 +161,20 @@ class DatabaseAllocator(BaseAllocator):
         pk, token = self._pk, self._token
         if pk is None:
             raise WorkerLeaseLost("No worker slot is held to store the clock sequence in.")
-        updated = self._run(
-            lambda: (
-                self._node()
-                .objects.using(self.alias)
-                .filter(pk=pk, token=token)
-                .update(clock_sequence=value)
+        try:
+            updated = self._run(
+                lambda: (
+                    self._node()
+                    .objects.using(self.alias)
+                    .filter(pk=pk, token=token)
+                    .update(clock_sequence=value)
+                )
             )
-        )
+        except DatabaseError as exc:
+            raise WorkerLeaseLost(
+                f"Clock sequence {value} could not be stored in the database {self.alias!r} "
+                f"({exc}), so no ID uses it; the next ID claims a slot once it is back."
+            ) from exc
         if not updated:
             raise WorkerLeaseLost(
                 f"The worker slot was taken over before clock sequence {value} could be stored; "
