@@ -4,7 +4,8 @@ It builds ``N`` generators, each with its own database allocator (so its own cla
 and connection), as ``N`` separate processes would have. Once ``--start`` exists, every
 thread claims a slot at once and reports ``claimed <worker_id> <seconds>``; the leases are
 held until ``--go`` exists, then each generator issues ``--count`` IDs (written to ``--out``)
-and releases its slot.
+and releases its slot. With ``--warm``, each allocator's connection is opened before the gun,
+so that only the claim's own queries are timed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--start", required=True)
     parser.add_argument("--go", required=True)
+    parser.add_argument(
+        "--warm", action="store_true", help="open each allocator's connection before the gun"
+    )
     args = parser.parse_args()
 
     import django
@@ -35,6 +39,16 @@ def main() -> None:
     from django_snowflake.allocators.base import BaseAllocator
 
     generators = [runtime.build() for _ in range(args.threads)]
+    if args.warm:
+        from django.db import connections
+
+        from django_snowflake.allocators.database import DatabaseAllocator
+
+        for generator in generators:
+            allocator = generator.lease_source
+            assert isinstance(allocator, DatabaseAllocator)
+            # The allocator's own thread, as its claim will use: only the claim is timed.
+            allocator._run(lambda a=allocator: connections[a.alias].ensure_connection())
     ids: list[list[int]] = [[] for _ in generators]
     report("ready")
 

@@ -14,6 +14,7 @@ PostgreSQL with ``max_connections = 400``, MariaDB with ``SET GLOBAL max_connect
 from __future__ import annotations
 
 import dataclasses
+import os
 import queue
 import statistics
 import subprocess
@@ -32,6 +33,7 @@ class ClaimsConfig:
     processes: int = 16
     threads: int = 16
     count: int = 100
+    warm: bool = False
 
     @classmethod
     def quick(cls) -> ClaimsConfig:
@@ -164,6 +166,17 @@ def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
     return result
 
 
+# Three herds in a row on one table: a fleet's first start, its restart (every slot released,
+# so every claim is a compare-and-set on a released row), and the restart again with the
+# connections already open, which times the claim's queries alone.
+HERDS = [
+    ("cold", False, "empty table, new connections"),
+    ("restart", False, "every slot released, new connections"),
+    ("warm", True, "every slot released, connections open"),
+]
+SUMMARY = ("claimed", "collisions", "duplicate_ids", "claim_ms_p50", "claim_ms_p99", "claim_ms_max")
+
+
 def run_claims(vendor: str, config: ClaimsConfig) -> dict[str, Any]:
     """Start a private database of ``vendor`` sized for the claimers and simulate on it."""
     with work_dir(prefix="snowflake-claims-") as run:
@@ -172,5 +185,19 @@ def run_claims(vendor: str, config: ClaimsConfig) -> dict[str, Any]:
             if vendor == "mariadb":
                 db.sql(f"SET GLOBAL max_connections = {room}")
             db.migrate()
-            log(f"claims {vendor}: {config.claimers} claimers")
-            return simulate(db, run, config)
+            load_before = os.getloadavg()[0]
+            herds = {}
+            for name, warm, table in HERDS:
+                log(f"claims {vendor}: {config.claimers} claimers, {name}: {table}")
+                for path in (run / "start", run / "go"):
+                    path.unlink(missing_ok=True)
+                herds[name] = simulate(db, run, dataclasses.replace(config, warm=warm))
+            first = herds["cold"]
+            return {
+                **first,
+                "herds": {
+                    name: {key: herd[key] for key in SUMMARY} for name, herd in herds.items()
+                },
+                "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+                "passed": all(herd["passed"] for herd in herds.values()),
+            }
