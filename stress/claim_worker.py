@@ -2,7 +2,7 @@
 
 It builds ``N`` generators, each with its own database allocator (so its own claim thread
 and connection), as ``N`` separate processes would have. Once ``--start`` exists, every
-thread claims a slot at once and reports ``claimed <worker_id> <seconds>``; the leases are
+thread claims a slot at once and reports ``claimed <worker_id> <seconds> <attempts>``; the leases are
 held until ``--go`` exists, then each generator issues ``--count`` IDs (written to ``--out``)
 and releases its slot. With ``--warm``, each allocator's connection is opened before the gun,
 so that only the claim's own queries are timed.
@@ -14,6 +14,7 @@ import argparse
 import os
 import threading
 import time
+from typing import Any
 
 from tests.worker_process import report, wait_for, write_ids
 
@@ -37,12 +38,21 @@ def main() -> None:
     django.setup()
     from django_snowflake import runtime
     from django_snowflake.allocators.base import BaseAllocator
+    from django_snowflake.allocators.database import DatabaseAllocator
+
+    # Count the compare-and-set attempts of each claim: how much of its time is lost races.
+    attempts: dict[int, int] = {}
+    claim_once = DatabaseAllocator._claim_once
+
+    def counted(self: DatabaseAllocator, *args: Any, **kwargs: Any) -> Any:
+        attempts[id(self)] = attempts.get(id(self), 0) + 1
+        return claim_once(self, *args, **kwargs)
+
+    DatabaseAllocator._claim_once = counted  # type: ignore[method-assign]
 
     generators = [runtime.build() for _ in range(args.threads)]
     if args.warm:
         from django.db import connections
-
-        from django_snowflake.allocators.database import DatabaseAllocator
 
         for generator in generators:
             allocator = generator.lease_source
@@ -61,7 +71,8 @@ def main() -> None:
         except Exception as exc:
             report("failed", type(exc).__name__, str(exc).replace("\n", " ")[:300])
             return
-        report("claimed", lease.worker_id, f"{time.perf_counter() - started:.6f}")
+        took = time.perf_counter() - started
+        report("claimed", lease.worker_id, f"{took:.6f}", attempts[id(generator.lease_source)])
         wait_for(args.go)
         ids[number] = generator.next_ids(args.count)
 

@@ -100,14 +100,14 @@ def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
             assert line.startswith("ready"), f"a claimer did not start: {line!r}"
         time.sleep(0.5)
         start.touch()
-        claims: list[tuple[int, float]] = []
+        claims: list[tuple[int, float, int]] = []
         failures: list[str] = []
         deadline = time.monotonic() + 120
         for output in lines:
             for _ in range(config.threads):
-                words = output.next(deadline).split(maxsplit=2)
+                words = output.next(deadline).split()
                 if words and words[0] == "claimed":
-                    claims.append((int(words[1]), float(words[2])))
+                    claims.append((int(words[1]), float(words[2]), int(words[3])))
                 else:
                     failures.append(" ".join(words))
         held_at_once = len(claims)
@@ -129,8 +129,9 @@ def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
         path = run / f"ids{number}"
         if path.exists():
             ids.frombytes(path.read_bytes())
-    workers = [worker for worker, _ in claims]
-    seconds = sorted(took for _, took in claims)
+    workers = [worker for worker, _, _ in claims]
+    seconds = sorted(took for _, took, _ in claims)
+    tries = sorted(float(n) for _, _, n in claims)
     released = int(
         db.sql("SELECT COUNT(*) FROM django_snowflake_workernode WHERE released_at IS NOT NULL")[0][
             0
@@ -150,6 +151,11 @@ def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
         "claim_ms_p99": round(percentile(seconds, 0.99) * 1000, 1),
         "claim_ms_max": round(seconds[-1] * 1000, 1) if seconds else None,
         "claim_ms_mean": round(statistics.fmean(seconds) * 1000, 1) if seconds else None,
+        "attempts_p50_p99_max": [
+            percentile(tries, 0.5),
+            percentile(tries, 0.99),
+            max(tries, default=0),
+        ],
         "ids": len(ids),
         "duplicate_ids": len(ids) - len(set(ids)),
         "released_after_exit": released,
@@ -174,7 +180,15 @@ HERDS = [
     ("restart", False, "every slot released, new connections"),
     ("warm", True, "every slot released, connections open"),
 ]
-SUMMARY = ("claimed", "collisions", "duplicate_ids", "claim_ms_p50", "claim_ms_p99", "claim_ms_max")
+SUMMARY = (
+    "claimed",
+    "collisions",
+    "duplicate_ids",
+    "claim_ms_p50",
+    "claim_ms_p99",
+    "claim_ms_max",
+    "attempts_p50_p99_max",
+)
 
 
 def run_claims(vendor: str, config: ClaimsConfig) -> dict[str, Any]:
