@@ -65,11 +65,7 @@ def run(scenario: str, vendor: str, args: argparse.Namespace) -> dict[str, Any] 
         return run_servers(vendor, ServersConfig.quick() if args.quick else ServersConfig())
     from .claims import ClaimsConfig, run_claims
 
-    if not args.quick and vendor == "mariadb":
-        # 256 connections at once: a private PostgreSQL is started with room for them; the
-        # MariaDB server cannot be given more than its start options allow (see the docs).
-        pass
-    return run_claims(vendor, ClaimsConfig.quick() if args.quick else ClaimsConfig())
+    return run_claims(vendor, ClaimsConfig.quick() if args.quick else ClaimsConfig.full(vendor))
 
 
 def summary(result: dict[str, Any]) -> str:
