@@ -262,18 +262,18 @@ def test_a_claim_never_uses_a_high_water_mark_that_changed_after_it_was_read(
     with driven_clock(generator) as clock:
         now = generator.layout.to_units(clock.ms)
         expired_slot(0, now - 10, layout=generator.layout.fingerprint)
-        real_first = QuerySet.first
+        real_fetch_all = QuerySet._fetch_all
 
-        def first_then_old_holder_renews_issues_and_releases(self: QuerySet[Any]) -> Any:
-            found = real_first(self)
-            if isinstance(found, WorkerNode) and found.token == "previous":
-                # Between the claim's read and its compare-and-set, the old holder renews
-                # (its lease had expired but nobody had taken the slot), issues IDs up to
-                # now + 2 and releases: the token stays, the high-water mark moves.
-                WorkerNode.objects.filter(pk=found.pk).update(last_timestamp=now + 2)
-            return found
+        def read_then_old_holder_renews_issues_and_releases(self: QuerySet[Any]) -> None:
+            real_fetch_all(self)
+            for found in self._result_cache or []:
+                if isinstance(found, WorkerNode) and found.token == "previous":
+                    # Between the claim's read and its compare-and-set, the old holder
+                    # renews (its lease had expired but nobody had taken the slot), issues
+                    # IDs up to now + 2 and releases: the token stays, the mark moves.
+                    WorkerNode.objects.filter(pk=found.pk).update(last_timestamp=now + 2)
 
-        monkeypatch.setattr(QuerySet, "first", first_then_old_holder_renews_issues_and_releases)
+        monkeypatch.setattr(QuerySet, "_fetch_all", read_then_old_holder_renews_issues_and_releases)
         first_id = generate()
     assert decode(first_id).worker_id == 0
     assert generator.layout.to_units(int(decode(first_id).timestamp.timestamp() * 1000)) > now + 2

@@ -338,7 +338,11 @@ class DatabaseAllocator(BaseAllocator):
         usable = expired.filter(
             last_timestamp__lte=self.layout.to_units(generator.now()) + tolerance
         )
-        candidate = usable.filter(host_name=hostname).first() or usable.first()
+        # Like free IDs, after lost races one of the lowest few, so that the processes of a
+        # restarted host do not all race for the same released slot.
+        spread = min(2**attempt, 64)
+        candidates = list(usable.filter(host_name=hostname)[:spread]) or list(usable[:spread])
+        candidate = random.choice(candidates) if candidates else None
         if candidate is None:
             worker_id = self._free_worker_id(attempt)
             if worker_id is not None:
