@@ -95,12 +95,26 @@ def main(argv: list[str] | None = None) -> None:
     databases.create(aliases)
     try:
         results["servers"] = databases.server_facts(aliases)
+        durations: dict[str, float] = {}
+        results["section_seconds"] = durations
+        mark = time.perf_counter()
+        RESULTS.mkdir(exist_ok=True)
+        partial = RESULTS / f"partial{'-quick' if args.quick else ''}.json"
+
+        def checkpoint() -> None:
+            # A long run that dies keeps what it measured.
+            partial.write_text(json.dumps(results, indent=1))
+
         if "generation" in sections:
             results["generation"] = generation.run(
                 sizes["micro_rounds"], sizes["calls"], sizes["batches"]
             )
+            durations["generation"], mark = time.perf_counter() - mark, time.perf_counter()
+            checkpoint()
         if "construction" in sections:
             results["construction"] = construction.run(sizes["micro_rounds"], sizes["instances"])
+            durations["construction"], mark = time.perf_counter() - mark, time.perf_counter()
+            checkpoint()
         if "inserts" in sections:
             results["inserts"] = {}
             for alias in aliases:
@@ -121,12 +135,16 @@ def main(argv: list[str] | None = None) -> None:
                         (*inserts.KEYS, "raw") if alias == "postgresql" else inserts.KEYS,
                     ),
                 }
+                checkpoint()
             if "postgresql" in aliases:
                 results["inserts"]["postgresql"]["bulk_preloaded"] = inserts.run_preloaded(
                     sizes["preloaded_runs"], sizes["preload_rows"], sizes["bulk_rows"]
                 )
+            durations["inserts"], mark = time.perf_counter() - mark, time.perf_counter()
+            checkpoint()
         if "claims" in sections:
             results["claims"] = claims.run(aliases, sizes["claim_runs"], tuple(sizes["herds"]))
+            durations["claims"] = time.perf_counter() - mark
     finally:
         from django_snowflake import runtime
 
@@ -141,6 +159,7 @@ def main(argv: list[str] | None = None) -> None:
     text = json.dumps(results, indent=1)
     (RESULTS / f"{stamp}{suffix}.json").write_text(text)
     (RESULTS / f"latest{suffix}.json").write_text(text)
+    (RESULTS / f"partial{suffix}.json").unlink(missing_ok=True)
     log(
         f"results in {RESULTS / f'latest{suffix}.json'}; took {results['duration_seconds'] / 60:.1f} min"
     )
