@@ -13,9 +13,11 @@ MONOTONIC_POLICIES = frozenset({"raise", "wait", "borrow"})
 
 
 def load(path: Path) -> np.ndarray[Any, np.dtype[np.int64]]:
-    """The int64s of ``path``; a trailing partial value (a write cut by SIGKILL) is dropped."""
-    count = path.stat().st_size // 8
-    return np.fromfile(path, dtype="<i8", count=count)
+    """The IDs of ``path``: its int64s up to the last non-zero one (the files are memory
+    maps grown ahead of their writes, and no ID is 0)."""
+    ids = np.fromfile(path, dtype="=i8", count=path.stat().st_size // 8)
+    written = np.flatnonzero(ids)
+    return ids[: int(written[-1]) + 1 if written.size else 0]
 
 
 def check_files(files: list[Path]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ them. The chaos driver talks to it through files and signals:
 * ``RUN_DIR/clock/<pid>``: the offset in ms added to the real clock (the driver rewrites it
   to step this process's clock back or forward); the generator's clock reads it through a
   shared memory map, so a step takes effect at the next reading;
-* ``SIGUSR1``: fork, the child being a full worker of its own; ``SIGTERM``: flush and exit
+* ``SIGUSR1``: fork, the child being a full worker of its own; ``SIGTERM``: exit
   cleanly (releasing the worker slot);
 * ``RUN_DIR/pids/<pid>``: written at start, so the driver knows forked children too;
 * ``RUN_DIR/stats/<pid>.json``: rewritten twice a second with the IDs written, the expected
@@ -35,7 +35,6 @@ from pathlib import Path
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
 OFFSET = struct.Struct("<qq")  # the offset, written twice: a torn read never matches
-CHUNK = 4096  # IDs per write(2)
 
 
 def write_offset(path: Path, offset_ms: int) -> None:
@@ -73,6 +72,54 @@ class OffsetClock:
         return time.time_ns() // 1_000_000 + self.offset()
 
 
+class IdLog:
+    """One thread's IDs, stored into a shared memory map of its file as each one is issued.
+
+    The page cache owns a shared mapping's pages, so the IDs a process got before a SIGKILL
+    reach the file although the process never wrote them out: a buffer flushed now and then
+    would lose exactly the IDs of a killed lease holder, those most likely to collide with
+    its replacement's. The file grows sparsely by doubling; its unwritten tail is zeros,
+    which ``stress.check`` drops (no ID is 0 after the epoch's first millisecond).
+    """
+
+    def __init__(self, path: Path, capacity: int = 1 << 16) -> None:
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.count = 0
+        self.capacity = 0
+        self._map: mmap.mmap | None = None
+        self._view: memoryview | None = None
+        self._grow(capacity)
+
+    def _grow(self, capacity: int) -> None:
+        self._release()
+        os.ftruncate(self.fd, capacity * 8)
+        self._map = mmap.mmap(self.fd, capacity * 8)
+        self._view = memoryview(self._map).cast("q")
+        self.capacity = capacity
+
+    def append(self, value: int) -> None:
+        if self.count == self.capacity:
+            self._grow(self.capacity * 2)
+        self._view[self.count] = value  # type: ignore[index]
+        self.count += 1
+
+    def extend(self, values: list[int]) -> None:
+        while self.count + len(values) > self.capacity:
+            self._grow(self.capacity * 2)
+        self._view[self.count : self.count + len(values)] = array("q", values)  # type: ignore[index]
+        self.count += len(values)
+
+    def _release(self) -> None:
+        if self._view is not None:
+            self._view.release()
+        if self._map is not None:
+            self._map.close()
+
+    def close(self) -> None:
+        self._release()
+        os.close(self.fd)
+
+
 class Worker:
     def __init__(self, args: argparse.Namespace, initial_offset: int = 0) -> None:
         self.args = args
@@ -82,7 +129,7 @@ class Worker:
         self.fork_requested = False
         self.errors: dict[str, int] = {}
         self.unexpected: list[str] = []
-        self.written = [0] * args.threads
+        self.logs: list[IdLog | None] = [None] * args.threads
         self.count_lock = threading.Lock()
         self.clock = OffsetClock(self.run / "clock" / str(self.pid), initial_offset)
         self.threads: list[threading.Thread] = []
@@ -119,25 +166,20 @@ class Worker:
         )
 
         expected = (ClockMovedBackwards, WorkerLeaseLost, NoWorkerAvailable, ClockOffsetTooLarge)
-        path = self.run / "ids" / f"{self.pid}-{number}-{self.args.policy}.bin"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        log = IdLog(self.run / "ids" / f"{self.pid}-{number}-{self.args.policy}.bin")
+        self.logs[number] = log
         rate = self.args.rate / self.args.threads  # IDs per second for this thread
         rng = random.Random()
-        buffer = array("q")
-        made = 0
         started = time.monotonic()
         while not self.stop.is_set():
             try:
                 roll = rng.random()
                 if roll < 0.6:
                     for _ in range(rng.randint(1, 64)):
-                        buffer.append(generate())
-                        made += 1
+                        log.append(generate())
                 else:
                     # Batches, now and then larger than a unit's sequence: exhaustion.
-                    size = rng.randint(1, 20_000 if roll > 0.98 else 500)
-                    buffer.extend(generate_many(size))
-                    made += size
+                    log.extend(generate_many(rng.randint(1, 20_000 if roll > 0.98 else 500)))
             except expected as exc:
                 name = type(exc).__name__
                 with self.count_lock:
@@ -146,19 +188,10 @@ class Worker:
             except Exception:
                 self.unexpected.append(traceback.format_exc())
                 time.sleep(0.1)
-            if len(buffer) >= CHUNK:
-                self.flush(fd, buffer, number)
-                buffer = array("q")
-            ahead = made / rate - (time.monotonic() - started)
+            ahead = log.count / rate - (time.monotonic() - started)
             if ahead > 0:
                 time.sleep(min(ahead, 0.2))
-        self.flush(fd, buffer, number)
-        os.close(fd)
-
-    def flush(self, fd: int, buffer: array[int], number: int) -> None:
-        if buffer:
-            os.write(fd, buffer.tobytes())
-            self.written[number] += len(buffer)
+        log.close()
 
     def write_stats(self, final: bool = False) -> None:
         lease = self.generator.lease
@@ -167,7 +200,7 @@ class Worker:
         stats = {
             "pid": self.pid,
             "policy": self.args.policy,
-            "written": sum(self.written),
+            "written": sum(log.count for log in self.logs if log is not None),
             "errors": errors,
             "warnings": dict(self.warnings),
             "unexpected": self.unexpected[:5],

@@ -35,6 +35,9 @@ def test_torture_never_duplicates_under_chaos() -> None:
     assert result["passed"], explain(result)
     assert result["duplicates"] == 0
     assert sum(result["faults"].values()) >= 10, result["faults"]
+    outage = "db_lock" if VENDOR == "sqlite" else "db_restart"
+    kinds = ("fork", "sigkill", "clock_back", "clock_forward", "lease_expiry", outage)
+    assert all(result["faults"].get(kind) for kind in kinds), result["faults"]
 
 
 def test_servers_create_through_http_with_one_lease_per_worker() -> None:

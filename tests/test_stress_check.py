@@ -1,0 +1,56 @@
+"""The torture run's bookkeeping: every ID a killed worker got reaches the check, and the
+check finds what it is there to find."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from stress.check import check_files, load
+from stress.torture_worker import IdLog
+
+
+def test_ids_of_a_sigkilled_process_are_all_in_its_file(tmp_path):
+    path = tmp_path / "1-0-wait.bin"
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: log IDs past a few growths, say how many, then wait to die
+        os.close(read)
+        log = IdLog(path, capacity=4)
+        for value in range(1, 100):
+            log.append(value)
+        log.extend(list(range(100, 1000)))
+        log.append(1000)
+        os.write(write, str(log.count).encode())
+        signal.pause()
+        os._exit(0)
+    os.close(write)
+    count = int(os.read(read, 32))
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    os.close(read)
+
+    assert count == 1000
+    assert path.stat().st_size > count * 8  # grown ahead of its writes
+    assert load(path).tolist() == list(range(1, 1001))
+
+
+def test_check_finds_duplicates_across_files_and_disorder_where_promised(tmp_path):
+    def write(name, values):
+        log = IdLog(tmp_path / name, capacity=2)
+        log.extend(values)
+        log.close()
+
+    write("1-0-wait.bin", [10, 20, 15])  # out of order under a monotonic policy
+    write("2-0-ring.bin", [30, 25, 20])  # ring may go back: order not checked
+    write("3-1-borrow.bin", [])
+
+    result = check_files(sorted(tmp_path.iterdir()))
+
+    assert result["ids"] == 6
+    assert result["duplicates"] == 1
+    assert result["duplicate_examples"] == {20: ["1-0-wait.bin", "2-0-ring.bin"]}
+    assert [(entry["file"], entry["index"]) for entry in result["out_of_order"]] == [
+        ("1-0-wait.bin", 2)
+    ]
+    assert result["order_checked_ids"] == 3
