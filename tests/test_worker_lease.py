@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import statistics
 import sys
 import threading
@@ -26,6 +27,7 @@ from django.utils import timezone
 
 import django_snowflake
 from django_snowflake import decode, generate, get_generator
+from django_snowflake.allocators.database import ClockOffsetTooLarge
 from django_snowflake.apps import claims_eagerly
 from django_snowflake.exceptions import (
     ClockMovedBackwards,
@@ -200,9 +202,9 @@ def test_ids_after_the_claim_issue_no_queries(database_generator: Any) -> None:
 
 def expired_slot(worker_id: int, last_timestamp: int, *, layout: str, **fields: Any) -> WorkerNode:
     long_ago = timezone.now() - timedelta(hours=1)
+    fields.setdefault("host_name", "elsewhere")
     return WorkerNode.objects.create(
         worker_id=worker_id,
-        host_name="elsewhere",
         process_id=1,
         launched_at=long_ago,
         heartbeat_at=long_ago,
@@ -310,6 +312,29 @@ def test_a_slot_whose_high_water_is_ahead_is_taken_last(database_generator: Any)
     ahead = generator.layout.to_units(generator.now() + 10_000)
     expired_slot(0, ahead, layout=generator.layout.fingerprint)
     assert decode(generate()).worker_id == 1
+
+
+def test_a_claim_prefers_the_slot_this_host_held_last(database_generator: Any) -> None:
+    generator = database_generator()
+    fingerprint = generator.layout.fingerprint
+    expired_slot(0, 0, layout=fingerprint)  # lower, but another host's
+    expired_slot(5, 0, layout=fingerprint, host_name=socket.gethostname())
+    assert decode(generate()).worker_id == 5
+    assert WorkerNode.objects.get(worker_id=5).process_id == os.getpid()
+
+
+@pytest.mark.parametrize("skew_ms", [16_000, -16_000])
+def test_a_clock_too_far_off_the_database_claims_nothing(
+    database_generator: Any, skew_ms: int
+) -> None:
+    # LEASE_SECONDS = 60 tolerates 15 s between this server's clock and the database's.
+    generator = database_generator()
+    with driven_clock(generator, start_ms=generator.now() + skew_ms):
+        with pytest.raises(ClockOffsetTooLarge, match=r"clock is [+-]1[56]\d{3} ms off"):
+            generate()
+        assert generator.lease is None
+    assert not WorkerNode.objects.exists()
+    assert decode(generate()).worker_id == 0  # back on time, the claim goes through
 
 
 def test_no_worker_available_when_every_slot_is_held(database_generator: Any) -> None:
