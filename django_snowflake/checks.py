@@ -44,7 +44,7 @@ def _is_int(value: object) -> TypeGuard[int]:
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Every problem with ``settings.SNOWFLAKE``, as errors and warnings with hints."""
-    raw = getattr(settings, "SNOWFLAKE", None)
+    raw = conf.user_settings()
     if raw is not None and not isinstance(raw, Mapping):
         return [
             _error(

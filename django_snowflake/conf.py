@@ -65,13 +65,18 @@ ALLOCATORS: Mapping[str, str] = MappingProxyType(
 WORKER_ID_ENV = "SNOWFLAKE_WORKER_ID"
 
 
+def user_settings() -> Any:
+    """``settings.SNOWFLAKE`` as the project wrote it, unjudged (``None`` when absent)."""
+    return getattr(settings, "SNOWFLAKE", None)
+
+
 @functools.cache
 def get_settings() -> Mapping[str, Any]:
     """``DEFAULTS`` updated with ``settings.SNOWFLAKE``, as a read-only mapping.
 
     A ``SNOWFLAKE`` that is not a mapping is ignored here; the system checks report it.
     """
-    user = getattr(settings, "SNOWFLAKE", None) or {}
+    user = user_settings() or {}
     if not isinstance(user, Mapping):
         user = {}
     return MappingProxyType({**DEFAULTS, **user})

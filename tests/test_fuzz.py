@@ -19,6 +19,7 @@ import pytest
 from django.core.checks import CheckMessage
 from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
+from django.core.management.base import SystemCheckError
 from django.test import Client, override_settings
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -231,3 +232,18 @@ def test_settings_are_judged_by_the_checks_and_built_when_valid(value: dict[Any,
             # No database needed: the generator must issue an ID its layout decodes.
             value = generator.next_id()
             assert django_snowflake.decode(value).id == value
+
+
+@fuzz
+@given(value=snowflake_settings)
+def test_settings_through_manage_py_check(value: dict[Any, Any]) -> None:
+    # What a user runs: the command either passes or stops with the checks' own report.
+    with override_settings(SNOWFLAKE=value):
+        try:
+            call_command("check", "django_snowflake", stdout=StringIO(), stderr=StringIO())
+        except SystemCheckError as exc:
+            report = str(exc)
+            assert "django_snowflake.E0" in report and "HINT:" in report, report
+            event("stopped by the checks")
+        else:
+            event("passed")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -147,7 +148,9 @@ def test_malformed_or_missing_ids_in_api_urls_are_404s(api: APIClient, path: str
 
 @pytest.mark.django_db
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "1000")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     value=st.one_of(
