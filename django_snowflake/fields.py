@@ -26,6 +26,11 @@ class _SnowflakeDefaultMixin:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("default", generate)
         super().__init__(*args, **kwargs)
+        if kwargs["default"] is generate:
+            # Model.__init__ calls get_default() for every new instance, and Field's goes
+            # through _get_default() to the default: call generate() directly instead, a
+            # Python call fewer on the path that builds every row.
+            self.get_default = generate
 
     def deconstruct(self) -> Any:
         name, path, args, kwargs = super().deconstruct()  # type: ignore[misc]
@@ -105,6 +110,7 @@ class SnowflakeAutoField(_SnowflakeDefaultMixin, models.BigAutoField):  # type: 
             # an auto-increment int key: it stays a BigAutoField, numbered by the database.
             self._generated_by_database = True
             self.default = models.NOT_PROVIDED
+            del self.get_default
             self.db_returning = True
 
     def get_internal_type(self) -> str:

@@ -24,6 +24,12 @@ def test_instances_get_an_id_when_built_without_the_database() -> None:
     assert 0 < first.pk < second.pk < 2**63
 
 
+def test_the_default_is_generate_unless_one_is_given() -> None:
+    assert SnowflakeField().get_default() < SnowflakeAutoField().get_default()
+    assert SnowflakeField(default=lambda: 42).get_default() == 42
+    assert SnowflakeField(default=None, null=True).get_default() is None
+
+
 @pytest.mark.parametrize(
     ("field", "expected"),
     [
