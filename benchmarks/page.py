@@ -243,8 +243,7 @@ def _analysis(results: dict[str, Any]) -> str:
                 )
                 + f"``generate()`` keeps its single-threaded rate under contention "
                 f"({ours:,.0f}/s with two threads, {ratio['median']:.2f}x the naive one): its "
-                "critical section makes no call, so the lock is never held across a thread "
-                "switch."
+                "fast path takes no lock, so threads do not queue for one."
             )
     inserts = results.get("inserts", {})
     postgresql = inserts.get("postgresql", {})
@@ -349,8 +348,8 @@ creates: {create_runs} runs of {create_rows:,} rows; the load into a preloaded t
 
 GENERATION_TEXT = """``generate()`` runs as a field default runs it: the process-local generator with the
 ``database`` allocator, its worker slot claimed before the timing starts (the claim is timed
-on its own below), with every safety check on: the lock, the lease limit, the ``wait``
-rollback policy, the fork hook. The naive Snowflake (``benchmarks/baselines.py``) is the
+on its own below), with every safety check on: the lease limit, the ``wait`` rollback
+policy, the fork hook, a lock wherever the state changes. The naive Snowflake (``benchmarks/baselines.py``) is the
 textbook algorithm: a lock around ``time.time_ns()`` and a 12-bit sequence, and none of those
 checks. Threads share {calls:,} calls; ``generate_many(10_000)`` is called {batches} times in a
 row (a rate slightly above the limit is the fencepost of a short measurement: its first time
@@ -400,23 +399,28 @@ OPTIMISATIONS = """What was optimised
 ~~~~~~~~~~~~~~~~~~
 
 Profiled with ``cProfile`` and per-call timings, then changed in the product, with every safety
-property kept (the lock, the lease limit check, the rollback policies, fork safety) and the test
-suite passing on the three databases:
+property kept (the lease limit check, the rollback policies, fork safety, no ID given twice
+across threads) and the test suite passing on the three databases:
 
 - ``generate()`` imported ``django_snowflake.runtime`` on every call (an ``import`` statement
   costs about as much as the whole generator); it now keeps a reference to the module and
   reads the current generator from it, so settings changes and resets are still seen.
-- ``next_id()`` keeps a *window*: the nanosecond range of the current time unit and the next and
-  last ID it may issue in it. The common case compares ``time.time_ns()`` with the window and
-  increments a counter, with no arithmetic on the time; anything else (a new unit, a spent
-  sequence, the clock behind, no lease, an injected clock) takes the full path, which folds
-  the window back into the state first. The window never outlives the unit, the lease (revoking
-  or losing it closes the window) or the sequence.
-- The clock is read before the lock is taken, so the critical section calls nothing. CPython
-  hands the GIL to another thread only at calls and loop jumps, so a thread no longer loses it
-  while holding the lock, and contending threads stop queueing on the lock (the naive
-  generator, which reads the clock under its lock, convoys). A reading made stale by the wait
-  for the lock falls outside the window and goes to the full path, which reads the clock again.
+- ``next_id()`` keeps a *window*: the nanosecond range of the current time unit and an iterator
+  over the rest of that unit's sequence. The common case compares ``time.time_ns()`` with the
+  window and takes ``next()`` of the iterator, with no arithmetic on the time and no lock: a
+  single call into C, which no other thread can interleave while it holds the GIL (on a
+  free-threaded interpreter the window never opens, and every ID takes the lock). Anything
+  else (a new unit, a spent sequence, the clock behind, no lease, an injected clock) takes
+  the full path under the lock, which first replaces the iterator and then counts what is
+  left of it; a caller that took an ID from a replaced iterator drops it and takes the full
+  path too, so no ID escapes the count. The window never outlives the unit, the lease
+  (revoking or losing it closes the window) or the sequence. Contending threads no longer
+  queue on a lock (the naive generator, which reads the clock under its lock, convoys).
+  ``tests/test_generator.py`` runs it with threads switched every microsecond, also with a
+  take that yields to other threads between loading the iterator and ``next()``.
+- ``SnowflakeField`` and ``SnowflakeAutoField`` make ``get_default`` ``generate`` itself while
+  the default is theirs: ``Model.__init__`` calls it for every instance, and Django's own goes
+  through ``_get_default()`` first.
 - A spent sequence waited ``max(target - now, 1)`` whole milliseconds from a clock truncated to
   the millisecond, overshooting the next unit by up to a unit: ``generate_many`` lost up to half
   the layout's capacity. It now waits (spinning, as before, for the last millisecond) until the

@@ -14,11 +14,13 @@ when the lease runs out and after ``fork()``. The uniqueness argument rests on t
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
+import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from .exceptions import ClockMovedBackwards, ClockOutsideLifespan, WorkerLeaseLost
@@ -28,6 +30,12 @@ Clock = Callable[[], int]
 Sleep = Callable[[float], None]
 
 POLICIES = ("raise", "wait", "borrow", "clock_sequence", "ring")
+
+# The fast path hands out IDs with next() on a range iterator: one call into C, which no
+# other thread can interleave while the GIL is held. A free-threaded interpreter gives no
+# such guarantee, so there every ID takes the lock.
+_GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
+_SPENT: Iterator[int] = iter(())
 
 
 def system_clock() -> int:
@@ -145,11 +153,12 @@ class SnowflakeGenerator:
         self._seq = self._max_seq  # last sequence used in _last (max: nothing left)
         self._base = 0
         # The fast path's cache of the above (see next_id): while the system clock reads
-        # [_window_start, _window_end), the nanoseconds of unit _last, it issues _next and up
-        # to _stop with no arithmetic on the time. _disarm() folds its progress back into
-        # _seq before anything else touches the state; _window_end == 0 means closed.
+        # [_window_start, _window_end), the nanoseconds of unit _last, it takes IDs from
+        # _ids, the rest of that unit's sequence, with no arithmetic on the time and no lock.
+        # _disarm() folds its progress back into _seq before anything else touches the
+        # state; _window_end == 0 means closed.
         self._window_start = self._window_end = 0
-        self._next = self._stop = 0
+        self._ids = _SPENT
         self._limit = -1  # issue only time units below this
         self._floor = -1  # the ring policy never rolls back to or below this unit
         self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
@@ -209,19 +218,18 @@ class SnowflakeGenerator:
         :class:`ClockOutsideLifespan` before the epoch or after the layout's lifespan, and
         whatever the lease source raises when it can neither renew nor claim a slot.
         """
-        # The clock is read before taking the lock, and the critical section below calls
-        # nothing: CPython switches threads only at calls and loop jumps, so a thread never
-        # loses the GIL while it holds the lock, and contending threads do not queue on it.
-        # A reading that went stale while waiting for the lock is harmless: outside the
-        # window of the current unit, the slow path reads the clock again.
+        # Lock-free while the clock is inside the window: next() on the window's iterator
+        # gives each ID to one caller only (see _GIL), and an ID taken from an iterator that
+        # _disarm() has replaced meanwhile is dropped, never returned, so a caller that read
+        # the window just before it closed cannot issue an ID the state no longer counts.
         # django_snowflake.generate() inlines these lines: change both together.
         now = time.time_ns()
+        if self._window_start <= now < self._window_end:
+            ids = self._ids
+            value = next(ids, 0)
+            if value and self._ids is ids:
+                return value
         with self._lock:
-            if self._window_start <= now < self._window_end:
-                value = self._next
-                if value <= self._stop:
-                    self._next = value + 1
-                    return value
             return self._next_slow()
 
     def next_ids(self, n: int) -> list[int]:
@@ -260,17 +268,19 @@ class SnowflakeGenerator:
     def _disarm(self) -> None:
         """Fold the fast path's progress into ``_seq`` and close its window (lock held)."""
         if self._window_end:
-            self._seq = self._next - self._base - 1
+            # Replace the iterator first, then count what is left of it: an ID taken from it
+            # after the swap is counted as used here and dropped by its taker (next_id).
+            ids, self._ids = self._ids, _SPENT
             self._window_start = self._window_end = 0
+            self._seq = self._max_seq - operator.length_hint(ids)
 
     def _arm(self) -> None:
         """Open the fast path's window on unit ``_last`` if it has sequence left (lock held).
 
         Only on the system clock: an injected clock is read by the slow path alone.
         """
-        if self._clock is system_clock and self._seq < self._max_seq:
-            self._next = self._base + self._seq + 1
-            self._stop = self._base + self._max_seq
+        if _GIL and self._clock is system_clock and self._seq < self._max_seq:
+            self._ids = iter(range(self._base + self._seq + 1, self._base + self._max_seq + 1))
             self._window_start = self._last * self._unit_ns + self._epoch_ns
             self._window_end = self._window_start + self._unit_ns
 
