@@ -1,9 +1,10 @@
 """One process of the torture run: ``python -m stress.torture_worker RUN_DIR --threads N ...``.
 
 Its threads generate IDs with the process-local generator (the database allocator, the
-``SNOWFLAKE`` of ``SNOWFLAKE_TEST_SETTINGS``) and append them to one file per thread,
-``RUN_DIR/ids/<pid>-<thread>-<policy>.bin``, as native int64s in the order that thread got
-them. The chaos driver talks to it through files and signals:
+``SNOWFLAKE`` of ``SNOWFLAKE_TEST_SETTINGS``) and store each one, as it is issued, into one
+file per thread (:class:`IdLog`), ``RUN_DIR/ids/<pid>-<thread>-<policy>.bin``, as native
+int64s in the order that thread got them, followed by unwritten zeros. The chaos driver
+talks to it through files and signals:
 
 * ``RUN_DIR/clock/<pid>``: the offset in ms added to the real clock (the driver rewrites it
   to step this process's clock back or forward); the generator's clock reads it through a
