@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from io import StringIO
 
 import pytest
@@ -109,6 +110,59 @@ def test_bulk_create_and_many_to_many() -> None:
     event = EventFactory()
     event.tags.add(*tags)
     assert set(Tag.objects.filter(events=event)) == set(tags)
+
+
+# Values a bigint column may hold, across the sizes psycopg 3 types differently when a
+# plain int is bound server-side (int2, int4, int8), and Snowflake IDs of today.
+STORED_VALUES = [1, 40_000, 2**31 + 1, 2**63 - 1, -(2**63)]
+
+
+@pytest.fixture(params=["client-side", "server-side"])
+def binding(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Client-side binding (Django's default), and on PostgreSQL server-side binding too,
+    where every parameter reaches the server typed: the fields save plain ints, no Int8."""
+    if request.param == "server-side":
+        if connection.vendor != "postgresql":
+            pytest.skip("server-side binding is an option of PostgreSQL with psycopg 3")
+        options = connection.settings_dict["OPTIONS"]
+        connection.close()
+        options["server_side_binding"] = True
+        with connection.cursor() as cursor:
+            assert type(cursor.cursor).__name__ == "ServerBindingCursor"
+        yield request.param
+        connection.close()
+        del options["server_side_binding"]
+    else:
+        yield request.param
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_bigint_is_stored_and_read_back_by_each_save_path(binding: str) -> None:
+    values = [*STORED_VALUES, django_snowflake.generate()]
+    assert Customer._meta.pk.get_db_prep_save(values[-1], connection) is values[-1]
+    # save(), bulk_create (UNNEST on PostgreSQL), with a SnowflakeField key, a
+    # SnowflakeAutoField key and plain SnowflakeField columns, some NULL.
+    for value in values:
+        Customer(pk=value, name="c").save()
+    events = Event.objects.bulk_create(Event(pk=value, name="e") for value in values)
+    Ticket.objects.bulk_create(
+        Ticket(code=value, external_ref=None if value % 2 else value, event=event)
+        for value, event in zip(values, events, strict=True)
+    )
+    assert sorted(Customer.objects.values_list("pk", flat=True)) == sorted(values)
+    assert sorted(Event.objects.values_list("pk", flat=True)) == sorted(values)
+    assert sorted(Ticket.objects.values_list("code", flat=True)) == sorted(values)
+    # bulk_update (CASE ... WHEN, cast on PostgreSQL) and update() write a column.
+    tickets = list(Ticket.objects.order_by("code"))
+    for ticket, value in zip(tickets, reversed(sorted(values)), strict=True):
+        ticket.external_ref = value
+    Ticket.objects.bulk_update(tickets, ["external_ref"])
+    assert list(Ticket.objects.order_by("code").values_list("external_ref", flat=True)) == sorted(
+        values, reverse=True
+    )
+    Ticket.objects.filter(code=40_000).update(external_ref=values[-1])
+    assert Ticket.objects.get(code=40_000).external_ref == values[-1]
+    assert Ticket.objects.filter(external_ref=values[-1]).count() == 2
 
 
 def test_historical_models_in_migrations_still_get_ids() -> None:
