@@ -57,15 +57,29 @@ class UUID7Row(models.Model):
         return f"{self.pk}: {self.value}"
 
 
-class SnowflakeRow(SnowflakeModel):
+class SnowflakeRows(SnowflakeModel):
+    """The Snowflake tables' payload: SnowflakeRow, and RawRow for the bare-cursor floor."""
+
     value = models.IntegerField()
     label = models.CharField(max_length=32)
 
     class Meta:
-        db_table = "bench_snowflake"
+        abstract = True
 
     def __str__(self) -> str:
         return f"{self.pk}: {self.value}"
+
+
+class SnowflakeRow(SnowflakeRows):
+    class Meta:
+        db_table = "bench_snowflake"
+
+
+class RawRow(SnowflakeRows):
+    """SnowflakeRow's twin, filled through a bare cursor: the floor under ``create()``."""
+
+    class Meta:
+        db_table = "bench_raw"
 
 
 class BigAutoSnowflakeColumnRow(models.Model):
@@ -93,4 +107,5 @@ MODELS: dict[str, type[models.Model]] = {
     "uuid7": UUID7Row,
     "snowflake": SnowflakeRow,
     "control": BigAutoSnowflakeColumnRow,
+    "raw": RawRow,
 }
