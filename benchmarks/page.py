@@ -416,8 +416,8 @@ batch_size=5000)``, run as Django runs it: in one transaction, with ``INSERT ...
 ``BigAutoField`` keys on PostgreSQL, MariaDB and SQLite, and batches capped at 333 rows on
 SQLite (999 query parameters). ``create()`` runs in autocommit, one transaction per row, so on
 the servers each row waits for its commit to reach the disk (``fsync``, ``synchronous_commit``
-and ``innodb_flush_log_at_trx_commit`` are on, as shipped). Sizes are bytes on disk after the
-load: PostgreSQL's heap and primary key index; on MariaDB the table *is* its clustered primary
+and ``innodb_flush_log_at_trx_commit`` are on, as shipped). Sizes are bytes on disk after a
+run: PostgreSQL's heap and primary key index; on MariaDB the table *is* its clustered primary
 key index (InnoDB), so both columns show ``data_length``; on SQLite a ``BigAutoField`` is the
 rowid and has no separate index, while a ``bigint`` or ``char(32)`` key has one. The
 preloaded table holds {preload_rows:,} rows written in key order (four other workers' IDs, or
