@@ -163,6 +163,21 @@ def test_every_bigint_is_stored_and_read_back_by_each_save_path(binding: str) ->
     Ticket.objects.filter(code=40_000).update(external_ref=values[-1])
     assert Ticket.objects.get(code=40_000).external_ref == values[-1]
     assert Ticket.objects.filter(external_ref=values[-1]).count() == 2
+    # An upsert on a SnowflakeField column (ON CONFLICT, or ON DUPLICATE KEY on MariaDB).
+    target = (
+        {"unique_fields": ["code"]}
+        if connection.features.supports_update_conflicts_with_target
+        else {}
+    )
+    Ticket.objects.bulk_create(
+        [Ticket(code=value, external_ref=value) for value in values],
+        update_conflicts=True,
+        update_fields=["external_ref"],
+        **target,
+    )
+    assert sorted(Ticket.objects.values_list("code", "external_ref")) == [
+        (v, v) for v in sorted(values)
+    ]
 
 
 def test_historical_models_in_migrations_still_get_ids() -> None:
