@@ -296,7 +296,7 @@ def _analysis(results: dict[str, Any]) -> str:
             "is (see What was optimised); the rest is Django's compiler (``pre_save``, "
             "``prepare_value``, ``get_db_prep_save`` per value) and psycopg's writing of the "
             "array, outside this package, while ``RETURNING`` costs ``BigAutoField`` a few "
-            "tenths of a microsecond per row."
+            "tenths of a microsecond per row (cProfile of a 100,000-row load)."
         )
         notes.append(text)
     create = postgresql.get("create")
@@ -389,8 +389,8 @@ runs; claims: {claim_runs} runs.
 GENERATION_TEXT = """``generate()`` runs as a field default runs it: the process-local generator with the
 ``database`` allocator, its worker slot claimed before the timing starts (the claim is timed
 on its own below), with every safety check on: the lease limit, the ``wait`` rollback
-policy, the fork hook, a lock wherever the state changes. The naive Snowflake (``benchmarks/baselines.py``) is the
-textbook algorithm: a lock around ``time.time_ns()`` and a 12-bit sequence, and none of those
+policy, the fork hook, a lock wherever the state changes. The naive Snowflake
+(``benchmarks/baselines.py``) is the textbook algorithm: a lock around ``time.time_ns()`` and a 12-bit sequence, and none of those
 checks. Threads share {calls:,} calls; ``generate_many(10_000)`` is called {batches} times in a
 row (a rate slightly above the limit is the fencepost of a short measurement: its first time
 unit is issued without a wait). After the claim, no ID costs a query: the runner counts every query any thread sends
@@ -412,9 +412,10 @@ application fills), ``UUIDField(default=uuid.uuid4)`` and ``UUIDField(default=uu
 Every run starts from empty tables, created for it (or from a file copy of a database of
 preloaded ones); the rate counts building the instances (where the Snowflake and UUID keys are
 generated) and the insert. Each chunk of a bulk load is one ``bulk_create(objs,
-batch_size=5000)``, run as Django runs it: in one transaction, with ``INSERT ... SELECT * FROM UNNEST(...)`` on PostgreSQL (Django 5.2), ``RETURNING`` the
-``BigAutoField`` keys on PostgreSQL, MariaDB and SQLite, and batches capped at 333 rows on
-SQLite (999 query parameters). ``create()`` runs in autocommit, one transaction per row, so on
+batch_size=5000)``, run as Django runs it: in one transaction, with ``INSERT ... SELECT *
+FROM UNNEST(...)`` on PostgreSQL (Django 5.2), ``RETURNING`` the ``BigAutoField`` keys on
+PostgreSQL, MariaDB and SQLite, and batches capped at 333 rows on SQLite (999 query
+parameters). ``create()`` runs in autocommit, one transaction per row, so on
 the servers each row waits for its commit to reach the disk (``fsync``, ``synchronous_commit``
 and ``innodb_flush_log_at_trx_commit`` are on, as shipped). Sizes are bytes on disk after a
 run: PostgreSQL's heap and primary key index; on MariaDB the table *is* its clustered primary
