@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from . import decode, min_id_for
+from . import bulk, decode, min_id_for
 from .fields import SnowflakeField
 
 _M = TypeVar("_M", bound=models.Model, covariant=True)
@@ -92,6 +93,17 @@ class SnowflakeManagerMixin:
     def created_between(self: _Filterable[_T], start: datetime, end: datetime) -> _T:
         """Rows created at or after ``start`` and strictly before ``end``."""
         return self.filter(pk__gte=min_id_for(start), pk__lt=min_id_for(end))
+
+    def bulk_load(
+        self,
+        objs: Iterable[models.Model],
+        *,
+        batch_size: int | None = None,
+        progress: Callable[[int], object] | None = None,
+    ) -> int:
+        """Write unsaved instances through the database's bulk loader (COPY, LOAD DATA);
+        return the row count. See :func:`django_snowflake.bulk.bulk_load`."""
+        return bulk.bulk_load(self, objs, batch_size=batch_size, progress=progress)
 
 
 class SnowflakeQuerySet(SnowflakeManagerMixin, models.QuerySet[_M]):

@@ -66,3 +66,53 @@ class Ticket(models.Model):
 
     def __str__(self) -> str:
         return f"Ticket {self.code}"
+
+
+class ReversedCharField(models.CharField):  # type: ignore[type-arg]
+    """A custom field that stores its text reversed, through get_db_prep_save."""
+
+    def get_db_prep_save(self, value, connection):  # type: ignore[no-untyped-def]
+        value = super().get_db_prep_save(value, connection)
+        return value[::-1] if isinstance(value, str) else value
+
+
+class BulkTwin(SnowflakeModel):
+    """Every kind of column bulk_load must store as bulk_create does (tests/test_bulk_load.py)."""
+
+    char = models.CharField(max_length=50, blank=True)
+    text = models.TextField(blank=True)
+    small = models.SmallIntegerField(default=0)
+    integer = models.IntegerField(default=7)
+    big = models.BigIntegerField(null=True)
+    positive = models.PositiveIntegerField(default=0)
+    positive_big = models.PositiveBigIntegerField(default=0)
+    decimal = models.DecimalField(max_digits=12, decimal_places=4, null=True)
+    real = models.FloatField(null=True)
+    flag = models.BooleanField(default=False)
+    maybe = models.BooleanField(null=True)
+    day = models.DateField(null=True)
+    clock = models.TimeField(null=True)
+    moment = models.DateTimeField(null=True)
+    duration = models.DurationField(null=True)
+    uuid = models.UUIDField(null=True)
+    blob = models.BinaryField(null=True)
+    data = models.JSONField(null=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    touched = models.DateField(auto_now=True)
+    db_number = models.IntegerField(db_default=42)
+    db_word = models.CharField(max_length=10, db_default="dbdefault")
+    reversed = ReversedCharField(max_length=20, blank=True)
+    customer = models.ForeignKey(Customer, models.CASCADE, null=True, related_name="+")
+    partner = models.OneToOneField(Customer, models.CASCADE, null=True, related_name="+")
+
+    class Meta:
+        abstract = True
+
+
+class LoadedTwin(BulkTwin):
+    """Written by bulk_load."""
+
+
+class CreatedTwin(BulkTwin):
+    """Written by bulk_create."""

@@ -1,0 +1,622 @@
+"""``bulk_load``: unsaved instances written through the database's own bulk loader.
+
+Every key of a Snowflake-keyed model exists before the INSERT, so nothing has to come back
+from the database (no ``RETURNING``) and the rows can go through the fastest path each
+backend has: PostgreSQL ``COPY ... FROM STDIN`` (binary where every column's type allows it),
+MariaDB/MySQL ``LOAD DATA LOCAL INFILE`` where both client and server allow it (else a
+multi-row ``INSERT``), SQLite one prepared ``executemany``.
+
+The values are the ones ``bulk_create`` would send: each field's ``pre_save(obj, add=True)``
+then ``get_db_prep_save()``, defaults applied by ``Model.__init__``, ``db_default`` left to
+the database, foreign keys by their ``_id``. The load runs in one transaction
+(``transaction.atomic``), in batches, so a generator of instances is consumed with flat memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import islice
+from typing import Any
+
+from django.db import DatabaseError, models, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.expressions import DatabaseDefault
+from django.db.models.fields.related import ForeignObject
+
+from .fields import SnowflakeAutoField, SnowflakeField
+
+__all__ = ["DEFAULT_BATCH_SIZE", "BulkLoadError", "bulk_load"]
+
+#: Rows per batch when ``batch_size`` is not given: large enough that the per-batch round
+#: trips vanish, small enough that a batch of instances stays a few megabytes.
+DEFAULT_BATCH_SIZE = 10_000
+
+Row = tuple[Any, ...]
+Progress = Callable[[int], object]
+
+
+class BulkLoadError(ValueError):
+    """Raised before any row is written when ``bulk_load`` cannot load a model or a row."""
+
+
+# Django's own field classes whose get_db_prep_save() returns a value of the class given as
+# it is (up to psycopg's integer wrappers, which pin a parameter's type and change nothing in
+# a column of that type). For such a value the call is skipped; any other value, and every
+# other field class (subclasses included: they may override a conversion), takes the call.
+_IDENTITY: dict[type[models.Field[Any, Any]], type] = {
+    models.CharField: str,
+    models.TextField: str,
+    models.SlugField: str,
+    models.EmailField: str,
+    models.IntegerField: int,
+    models.BigIntegerField: int,
+    models.SmallIntegerField: int,
+    models.PositiveIntegerField: int,
+    models.PositiveBigIntegerField: int,
+    models.PositiveSmallIntegerField: int,
+    models.BooleanField: bool,
+    models.FloatField: float,
+    SnowflakeField: int,
+    SnowflakeAutoField: int,
+}
+
+# PostgreSQL column types (``Field.db_type()``, parameters dropped) that binary COPY writes
+# with psycopg's dumper for that type, and the value classes get_db_prep_save() gives them.
+_PG_BINARY = {
+    "bigint": "int8",
+    "integer": "int4",
+    "smallint": "int2",
+    "boolean": "bool",
+    "double precision": "float8",
+    "real": "float4",
+    "varchar": "varchar",
+    "text": "text",
+    "numeric": "numeric",
+    "date": "date",
+    "time": "time",
+    "timestamp with time zone": "timestamptz",
+    "uuid": "uuid",
+    "bytea": "bytea",
+    "interval": "interval",
+    "jsonb": "jsonb",
+}
+
+
+def _fast_class(field: models.Field[Any, Any]) -> type | None:
+    """The value class whose values ``field`` stores as they are, or ``None``."""
+    if isinstance(field, ForeignObject):
+        target = field.target_field
+        if type(field) in (models.ForeignKey, models.OneToOneField):
+            return _IDENTITY.get(type(target))
+        return None
+    return _IDENTITY.get(type(field))
+
+
+def _is_pre_save_plain(field: models.Field[Any, Any]) -> bool:
+    """Whether ``field.pre_save(obj, add=True)`` only reads the attribute."""
+    if type(field).pre_save is not models.Field.pre_save:
+        # DateField and DateTimeField override it for auto_now(_add) only.
+        if isinstance(field, models.DateField) and type(field).pre_save in (
+            models.DateField.pre_save,
+            models.DateTimeField.pre_save,
+        ):
+            return not (field.auto_now or field.auto_now_add)
+        return False
+    return True
+
+
+class _Plan:
+    """What a load needs to know about a model on a connection, worked out once."""
+
+    def __init__(self, model: type[models.Model], connection: BaseDatabaseWrapper) -> None:
+        opts = model._meta
+        self.model = model
+        self.connection = connection
+        self.table: str = opts.db_table
+        self.pk = opts.pk
+        # bulk_create writes every concrete column but generated ones.
+        self.fields: list[models.Field[Any, Any]] = [
+            field for field in opts.concrete_fields if not field.generated
+        ]
+        self.columns: list[str] = [field.column for field in self.fields if field.column]
+        self.pk_position = self.fields.index(opts.pk)
+        self.db_default_positions = [
+            n for n, field in enumerate(self.fields) if field.has_db_default()
+        ]
+        self.has_relations = any(field.is_relation for field in opts.concrete_fields) or bool(
+            opts.private_fields
+        )
+        self.foreign_keys = any(isinstance(field, ForeignObject) for field in self.fields)
+        self.converters = [self._converter(field) for field in self.fields]
+        self.all_fast = all(
+            _fast_class(field) is not None and _is_pre_save_plain(field) for field in self.fields
+        )
+        self.fast_classes = tuple(_fast_class(field) for field in self.fields)
+        self.attnames = tuple(field.attname for field in self.fields)
+
+    def _converter(self, field: models.Field[Any, Any]) -> Callable[[models.Model], Any]:
+        connection = self.connection
+        attname = field.attname
+        prep = field.get_db_prep_save
+        fast = _fast_class(field)
+        if not _is_pre_save_plain(field):
+            pre_save = field.pre_save
+
+            def convert_pre_save(obj: models.Model) -> Any:
+                value = pre_save(obj, True)
+                if isinstance(value, DatabaseDefault):
+                    return value
+                return prep(value, connection)
+
+            return convert_pre_save
+        if fast is not None:
+
+            def convert_fast(obj: models.Model) -> Any:
+                value = getattr(obj, attname)
+                if value.__class__ is fast or value is None:
+                    return value
+                if isinstance(value, DatabaseDefault):
+                    return value
+                return prep(value, connection)
+
+            return convert_fast
+
+        def convert(obj: models.Model) -> Any:
+            value = getattr(obj, attname)
+            if isinstance(value, DatabaseDefault):
+                return value
+            return prep(value, connection)
+
+        return convert
+
+    def row(self, obj: models.Model) -> Row:
+        """The values ``bulk_create`` would send for ``obj``."""
+        if self.all_fast:
+            # The common case, inlined: plain attributes of Django's own simple fields.
+            values = [getattr(obj, name) for name in self.attnames]
+            for n, (value, fast) in enumerate(zip(values, self.fast_classes, strict=True)):
+                if value.__class__ is not fast and value is not None:
+                    values[n] = self.converters[n](obj)
+            return tuple(values)
+        return tuple(convert(obj) for convert in self.converters)
+
+
+def _check_model(model: type[models.Model]) -> None:
+    opts = model._meta
+    for parent in opts.all_parents:
+        if parent._meta.concrete_model is not opts.concrete_model:
+            raise BulkLoadError(
+                f"bulk_load cannot load {opts.label}: it inherits from {parent._meta.label} "
+                "through multi-table inheritance, whose rows span two tables. "
+                "Use bulk_create() or save() for it."
+            )
+    pk = opts.pk
+    if pk is None or not pk.concrete or isinstance(pk, models.CompositePrimaryKey):
+        raise BulkLoadError(
+            f"bulk_load cannot load {opts.label}: it needs a single-column primary key."
+        )
+    if getattr(pk, "_generated_by_database", False) or (
+        isinstance(pk, models.AutoField | models.BigAutoField | models.SmallAutoField)
+        and not pk.has_default()
+    ):
+        raise BulkLoadError(
+            f"bulk_load cannot load {opts.label}: its primary key {pk.name} "
+            f"({type(pk).__name__}) is numbered by the database at INSERT, and bulk_load "
+            "asks nothing back. Give the model a key known before the INSERT "
+            "(SnowflakeModel, SnowflakeField(primary_key=True) or SnowflakeAutoField), "
+            "or use bulk_create()."
+        )
+
+
+def _resolve(model_or_queryset: Any) -> tuple[type[models.Model], str]:
+    if isinstance(model_or_queryset, models.QuerySet):
+        model = model_or_queryset.model
+        using: str | None = getattr(model_or_queryset, "_db", None)
+        return model, using or router.db_for_write(model)
+    if isinstance(model_or_queryset, models.Manager):
+        model = model_or_queryset.model
+        return model, model_or_queryset._db or router.db_for_write(model)
+    if isinstance(model_or_queryset, type) and issubclass(model_or_queryset, models.Model):
+        return model_or_queryset, router.db_for_write(model_or_queryset)
+    raise TypeError(
+        f"bulk_load() takes a model class, manager or queryset, not {model_or_queryset!r}."
+    )
+
+
+def _batches(objs: Iterable[models.Model], size: int) -> Iterator[list[models.Model]]:
+    iterator = iter(objs)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _prepare(plan: _Plan, batch: list[models.Model], first: int) -> list[Row]:
+    """The rows of ``batch``, after the checks and key filling ``bulk_create`` does."""
+    model = plan.model
+    pk = plan.pk
+    rows = []
+    for n, obj in enumerate(batch):
+        if not isinstance(obj, model):
+            raise BulkLoadError(
+                f"bulk_load of {model._meta.label}: row {first + n} is {obj!r}, "
+                f"not a {model.__name__} instance."
+            )
+        if obj.pk is None:
+            # As bulk_create: a key the field can make before the INSERT (its default).
+            obj.pk = pk.get_pk_value_on_save(obj)
+            if obj.pk is None:
+                raise BulkLoadError(
+                    f"bulk_load of {model._meta.label}: row {first + n} has no primary key, "
+                    "and its field has no default to make one. Set the key before loading."
+                )
+        if plan.has_relations:
+            obj._prepare_related_fields_for_save(operation_name="bulk_load")  # type: ignore[attr-defined]
+        rows.append(plan.row(obj))
+    return rows
+
+
+def _groups(plan: _Plan, rows: list[Row]) -> list[tuple[list[int], list[int]]]:
+    """(positions of the columns to send, indexes of the rows) for each group of ``rows``.
+
+    A value left to ``db_default`` is a column not sent: bulk_create sends ``DEFAULT`` (or
+    the default's expression where the backend has no ``DEFAULT`` keyword), and a loader
+    cannot say ``DEFAULT`` in a row, so rows leaving out the same columns load together.
+    """
+    every = list(range(len(plan.columns)))
+    if not plan.db_default_positions:
+        return [(every, list(range(len(rows))))]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for index, row in enumerate(rows):
+        mask = tuple(n for n in plan.db_default_positions if isinstance(row[n], DatabaseDefault))
+        groups.setdefault(mask, []).append(index)
+    return [([n for n in every if n not in mask], indexes) for mask, indexes in groups.items()]
+
+
+class _Loader:
+    """Writes groups of prepared rows to one table; one per backend."""
+
+    def __init__(self, plan: _Plan) -> None:
+        self.plan = plan
+        self.connection = plan.connection
+        self.quote = self.connection.ops.quote_name
+
+    def write(self, positions: list[int], rows: list[Row]) -> None:
+        raise NotImplementedError
+
+    def insert_sql(self, positions: list[int]) -> str:
+        columns = ", ".join(self.quote(self.plan.columns[n]) for n in positions)
+        placeholders = ", ".join(["%s"] * len(positions))
+        return f"INSERT INTO {self.quote(self.plan.table)} ({columns}) VALUES ({placeholders})"
+
+    def finish(self) -> None:
+        """Checks that wait for the end of the load (deferred foreign keys)."""
+
+
+class _SQLiteLoader(_Loader):
+    def write(self, positions: list[int], rows: list[Row]) -> None:
+        sql = self.insert_sql(positions).replace("%s", "?")
+        if len(positions) != len(self.plan.columns):
+            rows = [tuple(row[n] for n in positions) for row in rows]
+        raw = self.connection.connection
+        assert raw is not None
+        with self.connection.wrap_database_errors:
+            raw.executemany(sql, rows)
+
+    def finish(self) -> None:
+        if self.plan.foreign_keys:
+            # SQLite's foreign keys are deferred to the commit; check the table now, so that
+            # the error says which row (Django's message names its primary key).
+            self.connection.check_constraints(table_names=[self.plan.table])
+
+
+def _converts_as_django(field: models.Field[Any, Any]) -> bool:
+    """Whether ``field`` converts values with Django's (or this package's) own methods.
+
+    Binary COPY hands each value to psycopg's dumper for the column's type, which takes only
+    the Python class Django's conversion gives; a field converting in its own way may give
+    anything the text form of a parameter would take, so its table goes through text COPY.
+    """
+    for name in ("get_db_prep_save", "get_db_prep_value", "get_prep_value"):
+        module = getattr(type(field), name).__module__
+        if not module.startswith(("django.", "django_snowflake.")):
+            return False
+    return True
+
+
+class _PostgreSQLLoader(_Loader):
+    def __init__(self, plan: _Plan) -> None:
+        super().__init__(plan)
+        self.types: list[str] | None = self._binary_types()
+
+    def _binary_types(self) -> list[str] | None:
+        from django.conf import settings
+
+        types = []
+        for field in self.plan.fields:
+            if not _converts_as_django(field):
+                return None
+            db_type = (field.db_type(self.connection) or "").lower()
+            name = _PG_BINARY.get(re.sub(r"\(.*?\)", "", db_type).strip())
+            if name is None:
+                return None
+            if name == "timestamptz" and not settings.USE_TZ:
+                return None  # naive datetimes, read in the connection's time zone
+            types.append(name)
+        return types
+
+    def write(self, positions: list[int], rows: list[Row]) -> None:
+        columns = ", ".join(self.quote(self.plan.columns[n]) for n in positions)
+        binary = self.types is not None
+        sql = f"COPY {self.quote(self.plan.table)} ({columns}) FROM STDIN" + (
+            " (FORMAT BINARY)" if binary else ""
+        )
+        if len(positions) != len(self.plan.columns):
+            rows = [tuple(row[n] for n in positions) for row in rows]
+        with (
+            self.connection.cursor() as cursor,
+            self.connection.wrap_database_errors,
+            cursor.cursor.copy(sql) as copy,
+        ):
+            if self.types is not None:
+                copy.set_types([self.types[n] for n in positions])
+            write_row = copy.write_row
+            for row in rows:
+                write_row(row)
+
+    def finish(self) -> None:
+        if self.plan.foreign_keys:
+            # Django's foreign keys are DEFERRABLE INITIALLY DEFERRED: check them now, inside
+            # the load's transaction, rather than at a commit that may be far away.
+            self.connection.check_constraints(table_names=[self.plan.table])
+
+
+_MYSQL_ESCAPES = str.maketrans(
+    {"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r", "\x00": "\\0", "\x1a": "\\Z"}
+)
+
+
+def _mysql_text(value: Any) -> str:
+    """``value`` as a field of a LOAD DATA file (tab-separated, backslash escapes)."""
+    if value is None:
+        return "\\N"
+    cls = value.__class__
+    if cls is str:
+        return value.translate(_MYSQL_ESCAPES)  # type: ignore[no-any-return]
+    if cls is int:
+        return str(value)
+    if cls is bool:
+        return "1" if value else "0"
+    if cls is float:
+        return repr(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(int(value))
+    import decimal
+
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return str(value).translate(_MYSQL_ESCAPES)
+
+
+class _MySQLLoader(_Loader):
+    def __init__(self, plan: _Plan) -> None:
+        super().__init__(plan)
+        self.local_infile = self._local_infile()
+        self.binary = [
+            (field.db_type(self.connection) or "").lower().endswith("blob") for field in plan.fields
+        ]
+
+    def _local_infile(self) -> bool:
+        # The client must have been opened with local_infile (mysqlclient refuses the file
+        # otherwise), and the server must allow it.
+        if not self.connection.settings_dict.get("OPTIONS", {}).get("local_infile"):
+            return False
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT @@local_infile")
+            (value,) = cursor.fetchone()
+        return bool(int(value))
+
+    def write(self, positions: list[int], rows: list[Row]) -> None:
+        if len(positions) != len(self.plan.columns):
+            rows = [tuple(row[n] for n in positions) for row in rows]
+        if self.local_infile:
+            self._load_data(positions, rows)
+        else:
+            raw = self.connection.connection
+            assert raw is not None
+            with self.connection.wrap_database_errors, raw.cursor() as cursor:
+                # mysqlclient rewrites this into multi-row INSERTs of up to 64 KiB each.
+                cursor.executemany(self.insert_sql(positions), rows)
+
+    def _load_data(self, positions: list[int], rows: list[Row]) -> None:
+        targets = []
+        sets = []
+        for n in positions:
+            column = self.quote(self.plan.columns[n])
+            if self.binary[n]:
+                # Bytes travel as hex: the file's character set must not touch them.
+                targets.append(f"@b{n}")
+                sets.append(f"{column} = UNHEX(@b{n})")
+            else:
+                targets.append(column)
+        text = _mysql_text
+        fd, path = tempfile.mkstemp(prefix="bulk_load_", suffix=".tsv")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
+                file.writelines("\t".join(map(text, row)) + "\n" for row in rows)
+            sql = (
+                f"LOAD DATA LOCAL INFILE %s INTO TABLE {self.quote(self.plan.table)} "
+                "CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
+                f"LINES TERMINATED BY '\\n' ({', '.join(targets)})"
+                + (f" SET {', '.join(sets)}" if sets else "")
+            )
+            raw = self.connection.connection
+            assert raw is not None
+            with self.connection.wrap_database_errors, raw.cursor() as cursor:
+                cursor.execute(sql, [path])
+                loaded = cursor.rowcount
+                # LOCAL implies IGNORE: a duplicate key, a missing parent or a value too long
+                # is a warning and the row is skipped or cut. Any warning fails the load.
+                warnings = []
+                if raw.warning_count():
+                    cursor.execute("SHOW WARNINGS")
+                    warnings = [w for w in cursor.fetchall() if w[0] != "Note"]
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        if warnings or loaded != len(rows):
+            raise _LoadDataWarning(warnings)
+
+
+class _LoadDataWarning(DatabaseError):
+    """LOAD DATA skipped or changed a row; the rows are replayed to find it."""
+
+
+_LOADERS: dict[str, type[_Loader]] = {
+    "sqlite": _SQLiteLoader,
+    "postgresql": _PostgreSQLLoader,
+    "mysql": _MySQLLoader,
+}
+
+
+def _locate(
+    loader: _Loader, positions: list[int], rows: list[Row], indexes: list[int]
+) -> tuple[int, DatabaseError] | None:
+    """Insert ``rows`` one at a time until one fails: (its index, the error), or ``None``."""
+    connection = loader.connection
+    sql = loader.insert_sql(positions)
+    with connection.cursor() as cursor:
+        for index in indexes:
+            row = rows[index]
+            try:
+                cursor.execute(sql, [row[n] for n in positions])
+            except DatabaseError as exc:
+                return index, exc
+    return None
+
+
+def _describe(plan: _Plan, error: DatabaseError, where: str) -> DatabaseError:
+    """An error of the same class as ``error`` whose message says which row failed."""
+    label = plan.model._meta.label
+    described = type(error)(f"bulk_load of {label} rolled back: {where} failed: {error}")
+    return described
+
+
+def _pk_of_fk_error(plan: _Plan, error: DatabaseError) -> str:
+    """For a deferred foreign key error, the primary key of a row that caused it."""
+    # SQLite (Django's check_constraints) names the row's primary key itself.
+    match = re.search(r"with primary key '([^']*)' has an invalid foreign key", str(error))
+    if match:
+        return f"the row with pk {match.group(1)}"
+    detail = getattr(getattr(error.__cause__, "diag", None), "message_detail", None) or ""
+    match = re.search(r"Key \((\w+)\)=\((.*?)\) is not present", detail)
+    if not match:
+        return ""
+    column, value = match.groups()
+    quote = plan.connection.ops.quote_name
+    with plan.connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote(plan.pk.column or plan.pk.name)} FROM {quote(plan.table)} "
+            f"WHERE {quote(column)} = %s LIMIT 1",
+            [value],
+        )
+        found = cursor.fetchone()
+    return f"the row with pk {found[0]}" if found else ""
+
+
+def bulk_load(
+    model_or_queryset: Any,
+    objs: Iterable[models.Model],
+    *,
+    batch_size: int | None = None,
+    progress: Progress | None = None,
+) -> int:
+    """Write unsaved instances through the database's bulk loader; return the row count.
+
+    ``model_or_queryset`` is a model class (written to ``router.db_for_write``), a manager or
+    a queryset (written to its ``using()`` database). ``objs`` is any iterable of instances
+    of that model, consumed ``batch_size`` (default :data:`DEFAULT_BATCH_SIZE`) at a time, so
+    a generator keeps memory flat. ``progress(rows_done)`` is called after every batch.
+
+    The rows stored are the ones ``bulk_create`` would store. The whole load is one
+    transaction (a savepoint inside an outer one): on any error nothing of it stays, and the
+    error, of the class the database raised (``IntegrityError``, ``DataError``, ...), names
+    the row (its index in ``objs`` and its pk) where the database lets it be found.
+    No signals are sent and nothing is read back (no ``RETURNING``: a ``db_default`` value
+    is not set on the instance); each loaded instance is marked saved
+    (``_state.adding = False``, ``_state.db`` the alias).
+
+    Raises :class:`BulkLoadError` (a ``ValueError``) for multi-table inheritance, a primary
+    key the database numbers, an object of another class, or an instance without a key.
+    """
+    model, alias = _resolve(model_or_queryset)
+    _check_model(model)
+    if batch_size is not None and batch_size <= 0:
+        raise BulkLoadError(f"bulk_load: batch_size must be positive, not {batch_size}.")
+    size = batch_size or DEFAULT_BATCH_SIZE
+    from django.db import connections
+
+    connection = connections[alias]
+    if connection.vendor not in _LOADERS:
+        raise BulkLoadError(
+            f"bulk_load has no loader for the {connection.vendor} backend of database "
+            f"{alias!r}; use bulk_create()."
+        )
+    plan = _Plan(model, connection)
+    done = 0
+    with transaction.atomic(using=alias):
+        loader = _LOADERS[connection.vendor](plan)
+        for batch in _batches(objs, size):
+            rows = _prepare(plan, batch, done)
+            for positions, indexes in _groups(plan, rows):
+                group = rows if len(indexes) == len(rows) else [rows[i] for i in indexes]
+                _write(loader, positions, group, rows, indexes, done, alias)
+            for obj in batch:
+                obj._state.adding = False
+                obj._state.db = alias
+            done += len(batch)
+            if progress is not None:
+                progress(done)
+        savepoint = transaction.savepoint(using=alias)
+        try:
+            loader.finish()
+        except DatabaseError as exc:
+            # Back to before the check, so the offending row can still be looked up.
+            transaction.savepoint_rollback(savepoint, using=alias)
+            where = _pk_of_fk_error(plan, exc)
+            raise _describe(plan, exc, f"the foreign key check of {where or 'its rows'}") from exc
+    return done
+
+
+def _write(
+    loader: _Loader,
+    positions: list[int],
+    group: list[Row],
+    rows: list[Row],
+    indexes: Sequence[int],
+    first: int,
+    alias: str,
+) -> None:
+    savepoint = transaction.savepoint(using=alias)
+    try:
+        loader.write(positions, group)
+    except DatabaseError as exc:
+        # Find the row: roll the batch back, insert its rows one by one, stop at the first
+        # failure, and roll that back too (the load's transaction is rolled back by the raise).
+        transaction.savepoint_rollback(savepoint, using=alias)
+        found = _locate(loader, positions, rows, list(indexes))
+        transaction.savepoint_rollback(savepoint, using=alias)
+        plan = loader.plan
+        if found is None:
+            original = exc.__cause__ if isinstance(exc, _LoadDataWarning) else exc
+            raise _describe(plan, exc, "a batch") from original
+        index, error = found
+        pk = rows[index][plan.pk_position]
+        raise _describe(plan, error, f"row {first + index} (pk {pk})") from error
+    transaction.savepoint_commit(savepoint, using=alias)
