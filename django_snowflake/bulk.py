@@ -18,8 +18,10 @@ import contextlib
 import os
 import re
 import tempfile
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from itertools import islice
+from itertools import islice, repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from django.db import DatabaseError, models, router, transaction
@@ -132,11 +134,17 @@ class _Plan:
         )
         self.foreign_keys = any(isinstance(field, ForeignObject) for field in self.fields)
         self.converters = [self._converter(field) for field in self.fields]
-        self.all_fast = all(
-            _fast_class(field) is not None and _is_pre_save_plain(field) for field in self.fields
+        # Per column, the class whose values need no conversion (None: every value does).
+        self.fast_classes = tuple(
+            _fast_class(field) if _is_pre_save_plain(field) else None for field in self.fields
         )
-        self.fast_classes = tuple(_fast_class(field) for field in self.fields)
-        self.attnames = tuple(field.attname for field in self.fields)
+        attnames = [field.attname for field in self.fields]
+        self.getter: Callable[[models.Model], Row]
+        if len(attnames) > 1:
+            self.getter = attrgetter(*attnames)
+        else:
+            self.getter = lambda obj: (getattr(obj, attnames[0]),)
+        self.pk_getter = attrgetter(opts.pk.attname)
 
     def _converter(self, field: models.Field[Any, Any]) -> Callable[[models.Model], Any]:
         connection = self.connection
@@ -172,17 +180,6 @@ class _Plan:
             return prep(value, connection)
 
         return convert
-
-    def row(self, obj: models.Model) -> Row:
-        """The values ``bulk_create`` would send for ``obj``."""
-        if self.all_fast:
-            # The common case, inlined: plain attributes of Django's own simple fields.
-            values = [getattr(obj, name) for name in self.attnames]
-            for n, (value, fast) in enumerate(zip(values, self.fast_classes, strict=True)):
-                if value.__class__ is not fast and value is not None:
-                    values[n] = self.converters[n](obj)
-            return tuple(values)
-        return tuple(convert(obj) for convert in self.converters)
 
 
 def _check_model(model: type[models.Model]) -> None:
@@ -234,27 +231,50 @@ def _batches(objs: Iterable[models.Model], size: int) -> Iterator[list[models.Mo
 
 
 def _prepare(plan: _Plan, batch: list[models.Model], first: int) -> list[Row]:
-    """The rows of ``batch``, after the checks and key filling ``bulk_create`` does."""
+    """The rows of ``batch``, after the checks and key filling ``bulk_create`` does.
+
+    Column by column, with the loops in C (``map``, ``attrgetter``, ``set``): a column whose
+    values are all of the class its field stores as it is (an ``int`` for an
+    ``IntegerField``, a ``str`` for a ``CharField``) is taken as read; any other column
+    goes through ``pre_save()`` and ``get_db_prep_save()`` value by value.
+    """
     model = plan.model
-    pk = plan.pk
-    rows = []
-    for n, obj in enumerate(batch):
-        if not isinstance(obj, model):
-            raise BulkLoadError(
-                f"bulk_load of {model._meta.label}: row {first + n} is {obj!r}, "
-                f"not a {model.__name__} instance."
-            )
-        if obj.pk is None:
-            # As bulk_create: a key the field can make before the INSERT (its default).
-            obj.pk = pk.get_pk_value_on_save(obj)
-            if obj.pk is None:
+    if not all(issubclass(cls, model) for cls in set(map(type, batch))):
+        for n, obj in enumerate(batch):
+            if not isinstance(obj, model):
                 raise BulkLoadError(
-                    f"bulk_load of {model._meta.label}: row {first + n} has no primary key, "
-                    "and its field has no default to make one. Set the key before loading."
+                    f"bulk_load of {model._meta.label}: row {first + n} is {obj!r}, "
+                    f"not a {model.__name__} instance."
                 )
-        if plan.has_relations:
+    if None in set(map(plan.pk_getter, batch)):
+        for n, obj in enumerate(batch):
+            if obj.pk is None:
+                # As bulk_create: a key the field can make before the INSERT (its default).
+                obj.pk = plan.pk.get_pk_value_on_save(obj)
+                if obj.pk is None:
+                    raise BulkLoadError(
+                        f"bulk_load of {model._meta.label}: row {first + n} has no primary "
+                        "key, and its field has no default to make one. "
+                        "Set the key before loading."
+                    )
+    if plan.has_relations:
+        for obj in batch:
             obj._prepare_related_fields_for_save(operation_name="bulk_load")  # type: ignore[attr-defined]
-        rows.append(plan.row(obj))
+    rows = list(map(plan.getter, batch))
+    convert = []
+    for n, fast in enumerate(plan.fast_classes):
+        if fast is None:
+            convert.append(n)
+            continue
+        classes = set(map(type, map(itemgetter(n), rows)))
+        classes.discard(type(None))
+        if classes and classes != {fast}:
+            convert.append(n)
+    if convert and rows:
+        columns = list(zip(*rows, strict=True))
+        for n in convert:
+            columns[n] = tuple(map(plan.converters[n], batch))
+        rows = list(zip(*columns, strict=True))
     return rows
 
 
@@ -362,9 +382,7 @@ class _PostgreSQLLoader(_Loader):
         ):
             if self.types is not None:
                 copy.set_types([self.types[n] for n in positions])
-            write_row = copy.write_row
-            for row in rows:
-                write_row(row)
+            deque(map(copy.write_row, rows), maxlen=0)
 
     def finish(self) -> None:
         if self.plan.foreign_keys:
@@ -402,6 +420,25 @@ def _mysql_text(value: Any) -> str:
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
     return str(value).translate(_MYSQL_ESCAPES)
+
+
+def _mysql_column_text(values: Sequence[Any]) -> Iterable[str]:
+    """The fields of a LOAD DATA file for one column's ``values``: C loops for the usual
+    columns of one class (ints, strings), :func:`_mysql_text` for any other."""
+    classes = set(map(type, values))
+    if classes == {int}:
+        return map(str, values)
+    if classes == {str}:
+        return map(str.translate, values, repeat(_MYSQL_ESCAPES))
+    return map(_mysql_text, values)
+
+
+def _mysql_file_text(rows: list[Row]) -> str:
+    """``rows`` as the text of a LOAD DATA file: tab between fields, newline after rows."""
+    if not rows:
+        return ""
+    columns = [_mysql_column_text(column) for column in zip(*rows, strict=True)]
+    return "\n".join(map("\t".join, zip(*columns, strict=True))) + "\n"
 
 
 class _MySQLLoader(_Loader):
@@ -445,11 +482,10 @@ class _MySQLLoader(_Loader):
                 sets.append(f"{column} = UNHEX(@b{n})")
             else:
                 targets.append(column)
-        text = _mysql_text
         fd, path = tempfile.mkstemp(prefix="bulk_load_", suffix=".tsv")
         try:
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as file:
-                file.writelines("\t".join(map(text, row)) + "\n" for row in rows)
+                file.write(_mysql_file_text(rows))
             sql = (
                 f"LOAD DATA LOCAL INFILE %s INTO TABLE {self.quote(self.plan.table)} "
                 "CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' "
@@ -578,8 +614,9 @@ def bulk_load(
                 group = rows if len(indexes) == len(rows) else [rows[i] for i in indexes]
                 _write(loader, positions, group, rows, indexes, done, alias)
             for obj in batch:
-                obj._state.adding = False
-                obj._state.db = alias
+                state = obj._state
+                state.adding = False
+                state.db = alias
             done += len(batch)
             if progress is not None:
                 progress(done)
