@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from . import bulk_load
 from .report import DB_NAMES, KEYS, NAMES, _mb, _rate, spread, table, targets
 
 
@@ -207,6 +208,7 @@ def build(results: dict[str, Any]) -> str:
         ("construction", "Model construction", CONSTRUCTION_TEXT, _construction),
         ("inserts", "Inserts", INSERTS_TEXT, _inserts),
         ("claims", "Worker claims", CLAIMS_TEXT, _claims),
+        ("bulk_load", "bulk_load", bulk_load.TEXT, bulk_load.render),
     )
     for key, title, text, render in sections:
         if key in results:

@@ -172,7 +172,9 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
                 None if goal is None else ratio["median"] >= goal,
             )
         )
-    return rows
+    from .bulk_load import targets as bulk_load_targets
+
+    return rows + bulk_load_targets(results)
 
 
 def target_lines(results: dict[str, Any]) -> list[str]:

@@ -21,7 +21,7 @@ from typing import Any
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("generation", "construction", "inserts", "claims")
+SECTIONS = ("generation", "construction", "inserts", "claims", "bulk_load")
 DATABASES = ("sqlite", "postgresql", "mariadb")
 
 # Sizes of a full run, and of a --quick one (rows scaled down 20-100x, herds to a quarter).
@@ -38,6 +38,8 @@ FULL: dict[str, Any] = {
     "preloaded_runs": 5,
     "claim_runs": 5,
     "herds": (32, 64),
+    "bulk_load_rows": 1_000_000,
+    "bulk_load_runs": 3,
 }
 QUICK: dict[str, Any] = {
     "micro_rounds": 7,
@@ -52,6 +54,8 @@ QUICK: dict[str, Any] = {
     "preloaded_runs": 5,
     "claim_runs": 5,
     "herds": (8, 16),
+    "bulk_load_rows": 20_000,
+    "bulk_load_runs": 3,
 }
 
 
@@ -144,7 +148,15 @@ def main(argv: list[str] | None = None) -> None:
             checkpoint()
         if "claims" in sections:
             results["claims"] = claims.run(aliases, sizes["claim_runs"], tuple(sizes["herds"]))
-            durations["claims"] = time.perf_counter() - mark
+            durations["claims"], mark = time.perf_counter() - mark, time.perf_counter()
+            checkpoint()
+        if "bulk_load" in sections:
+            from . import bulk_load
+
+            results["bulk_load"] = bulk_load.run(
+                aliases, sizes["bulk_load_runs"], sizes["bulk_load_rows"]
+            )
+            durations["bulk_load"] = time.perf_counter() - mark
     finally:
         from django_snowflake import runtime
 

@@ -82,6 +82,13 @@ class RawRow(SnowflakeRows):
         db_table = "bench_raw"
 
 
+class BulkLoadRow(SnowflakeRows):
+    """SnowflakeRow's twin, filled by ``bulk_load`` (benchmarks/bulk_load.py)."""
+
+    class Meta:
+        db_table = "bench_bulk_load"
+
+
 class BigAutoSnowflakeColumnRow(models.Model):
     """The control: a BigAutoField key plus a Snowflake ID in an ordinary column.
 

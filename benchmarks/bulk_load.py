@@ -1,0 +1,262 @@
+"""Section ``bulk_load``: ``Model.objects.bulk_load`` against ``bulk_create`` and the bare loader.
+
+Each run loads ``rows`` rows per key into empty tables, the keys taking turns in chunks of
+50,000 rows (as the inserts section does, so a change of the machine's speed falls on every
+key):
+
+* ``bigauto``, ``snowflake``, ``uuid7``: build instances, ``bulk_create(batch_size=5000)``;
+* ``bulk_load``: build SnowflakeModel instances, ``bulk_load()`` them (its default batches);
+* ``bare``: the same rows as plain tuples through the bare loader with no ORM around it:
+  a psycopg binary ``COPY`` on PostgreSQL, ``LOAD DATA LOCAL INFILE`` of a file (or
+  ``executemany``) on MariaDB, ``executemany`` on SQLite. The ceiling.
+
+Building and loading are timed apart, so one run gives both rates: *with construction*
+(rows over build + load) and *pre-built* (rows over the load alone). MariaDB's connection is
+reopened with ``local_infile`` so that ``bulk_load`` takes LOAD DATA where the server allows it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.db import connections, transaction
+
+from django_snowflake import generate_many
+from django_snowflake.bulk import bulk_load
+
+from . import databases
+from .common import log, rotated, summary
+from .report import DB_NAMES, spread, table
+
+KEYS = ("bigauto", "snowflake", "uuid7", "bulk_load", "bare")
+BASELINES = ("bigauto", "snowflake", "uuid7")
+CHUNK = 50_000
+BATCH_SIZE = 5_000
+LABEL = "benchmark"
+NAMES = {
+    "bigauto": "BigAutoField bulk_create",
+    "snowflake": "SnowflakeModel bulk_create",
+    "uuid7": "UUIDField UUIDv7 bulk_create",
+    "bulk_load": "SnowflakeModel bulk_load",
+    "bare": "bare loader (tuples, no ORM)",
+}
+
+#: A chunk of a load: (alias, first value, end) -> (seconds building, seconds loading).
+Chunk = Callable[[str, int, int], tuple[float, float]]
+
+
+def _orm_chunk(key: str) -> Chunk:
+    from .benchapp.models import MODELS, BulkLoadRow
+
+    model: Any = BulkLoadRow if key == "bulk_load" else MODELS[key]
+
+    def load(alias: str, start: int, stop: int) -> tuple[float, float]:
+        started = time.perf_counter()
+        objs = [model(value=i, label=LABEL) for i in range(start, stop)]
+        built = time.perf_counter()
+        if key == "bulk_load":
+            bulk_load(model.objects.using(alias), objs)
+        else:
+            model.objects.using(alias).bulk_create(objs, batch_size=BATCH_SIZE)
+        return built - started, time.perf_counter() - built
+
+    return load
+
+
+def _bare_chunk(alias: str, start: int, stop: int) -> tuple[float, float]:
+    from .benchapp.models import RawRow
+
+    connection = connections[alias]
+    table = RawRow._meta.db_table
+    started = time.perf_counter()
+    count = stop - start
+    rows = list(zip(generate_many(count), range(start, stop), [LABEL] * count, strict=True))
+    built = time.perf_counter()
+    connection.ensure_connection()
+    raw: Any = connection.connection
+    with transaction.atomic(using=alias):
+        if connection.vendor == "postgresql":
+            with (
+                raw.cursor() as cursor,
+                cursor.copy(f"COPY {table} (id, value, label) FROM STDIN (FORMAT BINARY)") as copy,
+            ):
+                copy.set_types(["int8", "int4", "varchar"])
+                for row in rows:
+                    copy.write_row(row)
+        elif connection.vendor == "mysql" and _local_infile(alias):
+            fd, path = tempfile.mkstemp(suffix=".tsv")
+            try:
+                with os.fdopen(fd, "w") as file:
+                    file.writelines(f"{a}\t{b}\t{c}\n" for a, b, c in rows)
+                with raw.cursor() as cursor:
+                    cursor.execute(
+                        f"LOAD DATA LOCAL INFILE %s INTO TABLE {table} (id, value, label)", [path]
+                    )
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        else:
+            marker = "?" if connection.vendor == "sqlite" else "%s"
+            sql = f"INSERT INTO {table} (id, value, label) VALUES ({marker}, {marker}, {marker})"
+            if connection.vendor == "sqlite":
+                raw.executemany(sql, rows)
+            else:
+                with raw.cursor() as cursor:
+                    cursor.executemany(sql, rows)
+    return built - started, time.perf_counter() - built
+
+
+def _local_infile(alias: str) -> bool:
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT @@local_infile")
+        return bool(int(cursor.fetchone()[0]))
+
+
+def _tables() -> dict[str, Any]:
+    # Imported here: the page and the targets (below) are rendered without Django set up.
+    from .benchapp.models import MODELS, BulkLoadRow, RawRow
+
+    return {
+        **{key: MODELS[key] for key in BASELINES},
+        "bulk_load": BulkLoadRow,
+        "bare": RawRow,
+    }
+
+
+def interleaved_run(alias: str, rows: int, run_number: int) -> dict[str, dict[str, float]]:
+    databases.checkpoint(alias)
+    loads: dict[str, Chunk] = {key: _orm_chunk(key) for key in KEYS if key != "bare"}
+    loads["bare"] = _bare_chunk
+    seconds = {key: [0.0, 0.0] for key in KEYS}
+    for number, start in enumerate(range(0, rows, CHUNK)):
+        for key in rotated(KEYS, run_number + number):
+            build, load = loads[key](alias, start, min(rows, start + CHUNK))
+            seconds[key][0] += build
+            seconds[key][1] += load
+    return {
+        key: {"built": rows / (build + load), "prebuilt": rows / load}
+        for key, (build, load) in seconds.items()
+    }
+
+
+def run_database(alias: str, runs: int, rows: int) -> dict[str, Any]:
+    if connections[alias].vendor == "mysql":
+        # The client side of LOAD DATA LOCAL: mysqlclient opens no file without it.
+        connections[alias].close()
+        connections[alias].settings_dict.setdefault("OPTIONS", {})["local_infile"] = 1
+    tables = _tables()
+    results: dict[str, list[dict[str, float]]] = {key: [] for key in KEYS}
+    for run_number in range(runs):
+        for model in tables.values():
+            databases.recreate_table(model, alias)
+        for key, result in interleaved_run(alias, rows, run_number).items():
+            results[key].append(result)
+        log(
+            f"{alias} bulk_load run {run_number + 1}/{runs} ({rows:,} rows): "
+            + ", ".join(f"{key} {results[key][-1]['built']:,.0f}/s" for key in KEYS)
+        )
+    for model in tables.values():
+        databases.recreate_table(model, alias)  # leave nothing large behind
+    path = "COPY (binary)"
+    if connections[alias].vendor == "mysql":
+        path = "LOAD DATA LOCAL INFILE" if _local_infile(alias) else "multi-row INSERT"
+    elif connections[alias].vendor == "sqlite":
+        path = "executemany"
+    out: dict[str, Any] = {"rows": rows, "runs": runs, "chunk_rows": CHUNK, "path": path}
+    out["keys"] = {
+        key: {mode: summary([run[mode] for run in runs_]) for mode in ("built", "prebuilt")}
+        for key, runs_ in results.items()
+    }
+    ratios: dict[str, Any] = {}
+    for mode in ("built", "prebuilt"):
+        for other in (*BASELINES, "bare"):
+            ratios[f"{mode}: bulk_load/{other}"] = summary(
+                [
+                    load[mode] / base[mode]
+                    for load, base in zip(results["bulk_load"], results[other], strict=True)
+                ]
+            )
+    out["ratios"] = ratios
+    return out
+
+
+def run(aliases: list[str], runs: int, rows: int) -> dict[str, Any]:
+    return {alias: run_database(alias, runs, rows) for alias in aliases}
+
+
+# The goals (issue 14): (database, ratio, goal).
+GOALS = (
+    ("postgresql", "built: bulk_load/bigauto", 3.0),
+    ("postgresql", "prebuilt: bulk_load/bigauto", 8.0),
+    ("postgresql", "prebuilt: bulk_load/bare", 0.8),
+    ("mariadb", "built: bulk_load/bigauto", 2.0),
+    ("sqlite", "built: bulk_load/bigauto", 2.0),
+)
+
+
+def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """(what, measured, target, met) for the report's targets check."""
+    rows: list[tuple[str, str, str, bool | None]] = []
+    section = results.get("bulk_load", {})
+    for db, name, goal in GOALS:
+        if db not in section:
+            continue
+        ratio = section[db]["ratios"][name]
+        mode, pair = name.split(": ")
+        what = "pre-built" if mode == "prebuilt" else "with construction"
+        rows.append(
+            (
+                f"{DB_NAMES[db]} {pair.replace('/', ' vs ')} ({what})",
+                spread(ratio, "{:.2f}x"),
+                f">= {goal}x",
+                ratio["median"] >= goal,
+            )
+        )
+    return rows
+
+
+TEXT = """\
+``bulk_load`` (see :doc:`bulk_loading`) against ``bulk_create`` of three keys and against the
+bare loader, {bulk_load_rows:,} rows per key and database, keys taking turns in chunks of
+50,000 rows. *With construction* counts building the instances (or tuples) and loading them;
+*pre-built* counts the load alone. Ratios are ``bulk_load``'s rate over the other's, paired
+run by run.
+
+"""
+
+
+def render(results: dict[str, Any]) -> str:
+    parts = []
+    for db, section in results["bulk_load"].items():
+        rows = []
+        for key in KEYS:
+            entry = section["keys"][key]
+            cells = [NAMES[key]]
+            for mode in ("built", "prebuilt"):
+                cells.append(spread(entry[mode], "{:,.0f}"))
+                cells.append(
+                    ""
+                    if key == "bulk_load"
+                    else spread(section["ratios"][f"{mode}: bulk_load/{key}"], "{:.2f}x")
+                )
+            rows.append(cells)
+        parts.append(
+            f"**{DB_NAMES[db]}** ({section['rows']:,} rows, {section['runs']} runs; "
+            f"bulk_load path: {section['path']})\n\n"
+            + table(
+                [
+                    "loader",
+                    "rows/s, with construction",
+                    "bulk_load vs it",
+                    "rows/s, pre-built",
+                    "bulk_load vs it",
+                ],
+                rows,
+            )
+        )
+    return "\n".join(parts)
