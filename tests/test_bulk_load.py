@@ -8,6 +8,7 @@ import math
 import uuid
 import zoneinfo
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from django_snowflake import bulk, generate
 from django_snowflake.bulk import BulkLoadError, bulk_load
 from django_snowflake.models import SnowflakeModel
+from tests.example import manage
 from tests.testapp.models import (
     CreatedTwin,
     Customer,
@@ -377,3 +379,18 @@ def test_generator_streams_in_batches() -> None:
     assert seen == [1_000, 2_000, 2_500]
     assert Customer.objects.count() == 2_500
     assert uuid  # the module is used by the strategies
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(VENDOR != "sqlite", reason="the example project runs on SQLite")
+def test_seed_demo_loads_orders_with_a_progress_bar(tmp_path: Path) -> None:
+    db = tmp_path / "shop.sqlite3"
+    manage("migrate", db=db)
+    out = manage("seed_demo", "--orders", "25000", db=db).stdout
+    assert "] 10,000/25,000 orders (40%" in out
+    assert "] 25,000/25,000 orders (100%" in out
+    assert "Loaded 25,000 orders and " in out
+    counted = manage(
+        "shell", "-c", "from shop.models import Order; print(Order.objects.count())", db=db
+    ).stdout
+    assert counted.split()[-1] == str(25_000 + 12)
