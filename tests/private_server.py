@@ -26,16 +26,19 @@ def free_port() -> int:
 class PrivateServer:
     """A database server of ``vendor`` (``postgresql`` or ``mariadb``) that tests may kill."""
 
-    def __init__(self, vendor: str) -> None:
+    def __init__(self, vendor: str, *, initialize: bool = True) -> None:
         self.vendor = vendor
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix=f"snowflake-{vendor}-"))
         self.data = self.root / "data"
         self.process: subprocess.Popen[bytes] | None = None
+        self.options = ["--skip-log-bin"]
         if vendor == "postgresql":
             self.bin = Path(sorted(glob.glob("/usr/lib/postgresql/*/bin"))[-1])
             if os.geteuid() == 0:  # initdb refuses root; the server must own its directory
                 shutil.chown(self.root, "postgres")
+            if not initialize:  # a standby's data directory comes from pg_basebackup
+                return
             self._run(
                 str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"
             )
@@ -54,7 +57,11 @@ class PrivateServer:
     def user(self) -> str:
         return "postgres" if self.vendor == "postgresql" else "root"
 
-    def start(self) -> None:
+    def start(self, *extra: str) -> None:
+        """Start the server; ``extra`` are more ``mariadbd`` options (MariaDB only), kept for
+        restarts."""
+        if extra:
+            self.options = list(extra)
         if self.vendor == "postgresql":
             options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
             self._run(
@@ -65,7 +72,7 @@ class PrivateServer:
         self.process = subprocess.Popen(
             ["mariadbd", "--no-defaults", f"--datadir={self.data}", f"--port={self.port}",
              "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", "--user=root",
-             "--skip-log-bin", "--innodb-buffer-pool-size=16M"],
+             "--innodb-buffer-pool-size=16M", *self.options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         deadline = time.monotonic() + 30

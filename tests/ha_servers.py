@@ -1,0 +1,202 @@
+"""A primary and an asynchronous standby on private loopback ports, for the failover tests.
+
+PostgreSQL: ``initdb``, then ``pg_basebackup -R`` for a streaming standby, ``pg_ctl promote``.
+MariaDB: two ``mariadbd`` with GTID replication (``MASTER_USE_GTID=slave_pos``); promotion
+stops the replica's threads and turns ``read_only`` off.
+
+``python -m tests.ha_servers --out F --stop S`` is a process of those tests: it generates IDs
+on the database of its environment until ``S`` exists, appending each to ``F`` as it is
+issued, and reports on stdout ``first <ms>`` (the clock when its first ID was issued),
+``stopped`` / ``resumed`` around ``WorkerLeaseLost``, and ``done``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from array import array
+from pathlib import Path
+
+from .private_server import PrivateServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Pair:
+    """A primary and an asynchronous standby of ``vendor``; the standby may be promoted."""
+
+    def __init__(self, vendor: str) -> None:
+        self.vendor = vendor
+        self.primary = PrivateServer(vendor)
+        self.standby = PrivateServer(vendor, initialize=vendor == "mariadb")
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> None:
+        if self.vendor == "postgresql":
+            self.primary.start()
+            self.primary._run(
+                str(self.primary.bin / "pg_basebackup"), "-h", "127.0.0.1",
+                "-p", str(self.primary.port), "-U", "postgres", "-D", str(self.standby.data),
+                "-R", "-X", "stream", "-c", "fast",
+            )  # fmt: skip
+            self.standby.start()
+            return
+        common = ["--log-bin=binlog", "--binlog-format=ROW", "--log-slave-updates"]
+        self.primary.start("--server-id=1", *common)
+        self.standby.start("--server-id=2", "--read-only=ON", *common)
+        self.sql(
+            self.standby,
+            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={self.primary.port}, "
+            "MASTER_USER='root', MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos; START SLAVE",
+        )
+
+    def sql(self, server: PrivateServer, statement: str, database: str = "") -> str:
+        """Run ``statement`` on ``server``; return its output, tab-separated, no headers."""
+        if self.vendor == "postgresql":
+            command = ["psql", "-h", "127.0.0.1", "-p", str(server.port), "-U", "postgres"]
+            command += ["-d", database or "postgres", "-Atqc", statement]
+        else:
+            command = ["mariadb", "-h127.0.0.1", f"-P{server.port}", "-uroot", "-N", "-B"]
+            command += [*([database] if database else []), "-e", statement]
+        done = subprocess.run(command, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    def catch_up(self, timeout: float = 30) -> None:
+        """Wait until the standby has applied everything the primary has written."""
+        if self.vendor == "postgresql":
+            target = self.sql(self.primary, "SELECT pg_current_wal_lsn()")
+            query = f"SELECT pg_last_wal_replay_lsn() >= '{target}'::pg_lsn"
+            done = "t"
+        else:
+            target = self.sql(self.primary, "SELECT @@gtid_binlog_pos")
+            query = f"SELECT MASTER_GTID_WAIT('{target}', 1)"
+            done = "0"
+        deadline = time.monotonic() + timeout
+        while self.sql(self.standby, query) != done:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the standby did not catch up with the primary")
+            time.sleep(0.05)
+
+    def detach(self) -> None:
+        """Stop the standby receiving: from now on the primary's writes are lost on failover."""
+        if self.vendor == "postgresql":
+            self.sql(self.standby, "ALTER SYSTEM SET primary_conninfo = ''")
+            self.sql(self.standby, "SELECT pg_reload_conf()")
+            deadline = time.monotonic() + 10
+            while self.sql(self.standby, "SELECT count(*) FROM pg_stat_wal_receiver") != "0":
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the standby's WAL receiver did not stop")
+                time.sleep(0.05)
+        else:
+            self.sql(self.standby, "STOP SLAVE")
+
+    def promote(self) -> None:
+        """Make the standby a primary that accepts writes."""
+        if self.vendor == "postgresql":
+            self.standby._run(
+                str(self.standby.bin / "pg_ctl"), "-D", str(self.standby.data), "-w", "promote"
+            )
+        else:
+            self.sql(self.standby, "STOP SLAVE; SET GLOBAL read_only = OFF")
+
+    def switch_over(self) -> None:
+        """A planned switchover: the primary stops cleanly after the standby has all of it."""
+        if self.vendor == "postgresql":
+            # A clean shutdown sends every WAL record to the connected standbys first.
+            self.primary._run(
+                str(self.primary.bin / "pg_ctl"), "-D", str(self.primary.data), "-m", "fast",
+                "-w", "stop",
+            )  # fmt: skip
+        else:
+            self.sql(self.primary, "SET GLOBAL read_only = ON")
+            self.catch_up()
+            self.primary.kill()
+        self.promote()
+
+    def env(self, *servers: PrivateServer, database: str) -> dict[str, str]:
+        """The environment of a test process on ``servers`` (the first writable one)."""
+        env = {
+            "SNOWFLAKE_TEST_DB": self.vendor,
+            "SNOWFLAKE_TEST_DB_HOST": ",".join("127.0.0.1" for _ in servers),
+            "SNOWFLAKE_TEST_DB_PORT": ",".join(str(server.port) for server in servers),
+            "SNOWFLAKE_TEST_DB_USER": self.primary.user,
+            "SNOWFLAKE_TEST_DB_NAME": database,
+        }
+        if self.vendor == "postgresql":
+            # libpq's multi-host connection: the first server that accepts writes.
+            env["PGTARGETSESSIONATTRS"] = "read-write"
+            env["PGCONNECT_TIMEOUT"] = "2"
+        return env
+
+    def close(self) -> None:
+        self.standby.close()
+        self.primary.close()
+
+
+def start_process(
+    env: dict[str, str], out: Path, stop: Path, snowflake: dict[str, object]
+) -> subprocess.Popen[str]:
+    """Start ``python -m tests.ha_servers`` on the database of ``env``."""
+    env = {
+        **os.environ,
+        **env,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "SNOWFLAKE_TEST_SETTINGS": json.dumps(snowflake),
+    }
+    command = [sys.executable, "-m", "tests.ha_servers", "--out", str(out), "--stop", str(stop)]
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+
+
+def migrate(env: dict[str, str]) -> None:
+    env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "tests.settings"}
+    command = [sys.executable, "-m", "django", "migrate", "django_snowflake", "-v0"]
+    subprocess.run(command, cwd=ROOT, env=env, check=True)
+
+
+def report(*words: object) -> None:
+    os.write(1, (" ".join(map(str, words)) + "\n").encode())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--stop", required=True)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    from django_snowflake import generate, get_generator
+    from django_snowflake.exceptions import WorkerLeaseLost
+
+    fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    issuing: bool | None = None
+    while not Path(args.stop).exists():
+        try:
+            value = generate()
+        except WorkerLeaseLost as exc:
+            if issuing is not False:
+                report("stopped", json.dumps(str(exc)))
+                issuing = False
+            time.sleep(0.02)
+            continue
+        os.write(fd, array("q", [value]).tobytes())
+        if issuing is None:
+            report("first", get_generator().now(), get_generator().worker_id)
+        elif not issuing:
+            report("resumed", get_generator().now(), get_generator().worker_id)
+        issuing = True
+        time.sleep(0.0005)
+    report("done")
+
+
+if __name__ == "__main__":
+    main()
