@@ -1,9 +1,11 @@
-"""Model fields whose value is a Snowflake ID, generated in Python when the instance is built.
+"""Model fields whose value is a Snowflake ID.
 
-Both fields default to :func:`django_snowflake.generate`, a module-level function, so a
-migration stores a reference to it rather than a value, historical models in data migrations
-still get IDs, and Django skips its UPDATE-before-INSERT probe for new instances. Neither
-field reads ``settings.SNOWFLAKE``: changing the settings never produces a migration.
+``SnowflakeField`` is generated in Python when the instance is built: it defaults to
+:func:`django_snowflake.generate`, a module-level function, so a migration stores a reference
+to it rather than a value, historical models in data migrations still get IDs, and Django skips
+its UPDATE-before-INSERT probe for new instances. ``SnowflakeAutoField`` is the drop-in for
+``AutoField``: the database makes its value at the INSERT (:mod:`django_snowflake.database_keys`).
+Neither field reads ``settings.SNOWFLAKE``: changing the settings never produces a migration.
 """
 
 from __future__ import annotations
@@ -17,21 +19,14 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.translation import gettext_lazy as _
 
 from . import generate
+from .database_keys import DatabaseSnowflake, column_default_vendor, install_connection_hooks
 from .forms import SnowflakeFormField
 
+install_connection_hooks()
 
-class _SnowflakeDefaultMixin:
-    """The default, its migration form, its system check and the value saved: what both
-    fields share."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("default", generate)
-        super().__init__(*args, **kwargs)
-        if kwargs["default"] is generate:
-            # Model.__init__ calls get_default() for every new instance, and Field's goes
-            # through _get_default() to the default: call generate() directly instead, a
-            # Python call fewer on the path that builds every row.
-            self.get_default = generate
+class _SnowflakeColumnMixin:
+    """The value saved, what both fields share."""
 
     def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
         # Inserts call this once per row, so an int (what generate() returns) is sent as it
@@ -45,6 +40,30 @@ class _SnowflakeDefaultMixin:
         if value.__class__ is int:
             return value
         return super().get_db_prep_save(value, connection)  # type: ignore[misc]
+
+
+def _fixed_default_error(field: models.Field[Any, Any]) -> checks.CheckMessage:
+    return checks.Error(
+        f"{type(field).__name__} is a primary key or unique, but its default "
+        f"{field.default!r} is not a callable: every new row would get the same value, "
+        "or none.",
+        hint="Remove default= to use django_snowflake.generate, or pass a function.",
+        obj=field,
+        id="django_snowflake.E040",
+    )
+
+
+class _SnowflakeDefaultMixin(_SnowflakeColumnMixin):
+    """The default, its migration form and its system check."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("default", generate)
+        super().__init__(*args, **kwargs)
+        if kwargs["default"] is generate:
+            # Model.__init__ calls get_default() for every new instance, and Field's goes
+            # through _get_default() to the default: call generate() directly instead, a
+            # Python call fewer on the path that builds every row.
+            self.get_default = generate
 
     def deconstruct(self) -> Any:
         name, path, args, kwargs = super().deconstruct()  # type: ignore[misc]
@@ -62,16 +81,7 @@ class _SnowflakeDefaultMixin:
             return []
         if field.has_default() and callable(field.default):
             return []
-        return [
-            checks.Error(
-                f"{type(self).__name__} is a primary key or unique, but its default "
-                f"{field.default!r} is not a callable: every new row would get the same value, "
-                "or none.",
-                hint="Remove default= to use django_snowflake.generate, or pass a function.",
-                obj=self,
-                id="django_snowflake.E040",
-            )
-        ]
+        return [_fixed_default_error(field)]
 
 
 class SnowflakeField(_SnowflakeDefaultMixin, models.BigIntegerField):  # type: ignore[type-arg]
@@ -91,35 +101,64 @@ class SnowflakeField(_SnowflakeDefaultMixin, models.BigIntegerField):  # type: i
         return models.Field.formfield(self, **{"form_class": SnowflakeFormField, **kwargs})
 
 
-class SnowflakeAutoField(_SnowflakeDefaultMixin, models.BigAutoField):  # type: ignore[type-arg]
-    """A ``BigAutoField`` whose value is a Snowflake ID generated in Python, not by the database.
+class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: ignore[type-arg]
+    """A ``BigAutoField`` whose values are Snowflake IDs, made by the database.
 
     Set ``DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"`` (or an
     AppConfig's ``default_auto_field``) to give every model of a project (or an app) Snowflake
-    keys. The column is a plain ``bigint``: no ``AUTOINCREMENT``, identity, serial or
-    ``AUTO_INCREMENT``, and no ``RETURNING`` clause on insert.
+    keys. It keeps ``AutoField``'s semantics: the pk is ``None`` until the first save, the
+    INSERT leaves it out and reads it back with ``RETURNING``, and ``save()`` of an instance
+    built with an existing pk updates that row. The column is a ``bigint`` whose default is
+    the database's ``django_snowflake_id()`` (see :mod:`django_snowflake.database_keys`):
+    no ``AUTOINCREMENT``, identity, serial or ``AUTO_INCREMENT``.
     """
 
     description = _("Snowflake ID (primary key)")
-    # The value is known before the INSERT; asking the database for it back is a wasted trip.
-    db_returning = False
-    _generated_by_database = False
+    # The INSERT leaves an unset key out and reads back the one the database made.
+    db_returning = True
+    # The migration recorder's table keeps a key numbered by the database (below).
+    has_database_default = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.db_default = DatabaseSnowflake()
 
     def contribute_to_class(  # type: ignore[override]  # the stubs of Field and AutoFieldMixin differ
         self, cls: type[models.Model], name: str, **kwargs: Any
     ) -> None:
         super().contribute_to_class(cls, name, **kwargs)
-        if cls._meta.app_label not in cls._meta.apps.app_configs:
-            # A model outside every installed app takes DEFAULT_AUTO_FIELD too: Django's
-            # migration recorder (django_migrations) is one. It is written by the very first
-            # `migrate`, before the worker table exists, and an existing project's table has
-            # an auto-increment int key: it stays a BigAutoField, numbered by the database.
-            self._generated_by_database = True
-            self.default = models.NOT_PROVIDED
-            del self.get_default
-            self.db_returning = True
+        if cls.__module__ == "django.db.migrations.recorder":
+            # Django's migration recorder (django_migrations) takes DEFAULT_AUTO_FIELD too. It
+            # is written by the very first `migrate`, before the function exists, and an
+            # existing project's table has an auto-increment int key: it stays a BigAutoField.
+            # (Testing whether the model's app is installed instead misjudged the first model
+            # of each app in a migration's state, whose app is registered only after its
+            # fields: `migrate` made that table an identity column, `sqlmigrate` a bigint.)
+            self.has_database_default = False
+
+    def has_db_default(self) -> bool:
+        # Only the schema editor sees the default (the column's DEFAULT, or MariaDB's
+        # trigger). Model.save() must not: Django would skip its UPDATE for a new instance
+        # with a pk, and `Writer(id=existing.id).save()` must update, as with AutoField.
+        return self.has_database_default and column_default_vendor() in ("postgresql", "sqlite")
+
+    def get_default(self) -> Any:
+        # None until the database makes the key, as AutoField (never a DatabaseDefault).
+        return super().get_default() if self.has_default() else None
 
     def get_internal_type(self) -> str:
         # The schema editors decide on AUTOINCREMENT, IDENTITY and AUTO_INCREMENT (and on
         # dropping them when migrating from an AutoField) by the internal type.
-        return "BigAutoField" if self._generated_by_database else "BigIntegerField"
+        return "BigIntegerField" if self.has_database_default else "BigAutoField"
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        # The default is the field's own, written by the schema editor: migrations omit it.
+        kwargs.pop("db_default", None)
+        return name, path, args, kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        errors = super().check(**kwargs)
+        if self.has_default() and not callable(self.default):
+            errors.append(_fixed_default_error(self))
+        return errors

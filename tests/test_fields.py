@@ -20,13 +20,16 @@ AUTO_INCREMENT_WORDS = ("AUTOINCREMENT", "AUTO_INCREMENT", "IDENTITY", "SERIAL")
 
 
 def test_instances_get_an_id_when_built_without_the_database() -> None:
-    first, second = Customer(name="a"), Event(name="b")
+    first, second = Customer(name="a"), Customer(name="b")
     assert isinstance(first.pk, int) and isinstance(second.pk, int)
     assert 0 < first.pk < second.pk < 2**63
+    # SnowflakeAutoField is AutoField's drop-in: no key before the first save.
+    assert Event(name="c").pk is None
 
 
 def test_the_default_is_generate_unless_one_is_given() -> None:
-    assert SnowflakeField().get_default() < SnowflakeAutoField().get_default()
+    assert SnowflakeField().get_default() > 0
+    assert SnowflakeAutoField().get_default() is None
     assert SnowflakeField(default=lambda: 42).get_default() == 42
     assert SnowflakeField(default=None, null=True).get_default() is None
 
@@ -47,7 +50,10 @@ def test_deconstruct_leaves_out_the_fields_own_defaults(
     assert path.startswith("django_snowflake.fields.")
     assert (args, kwargs) == ([], expected)
     rebuilt = type(field)(*args, **kwargs)
-    assert rebuilt.default is (None if "default" in expected else django_snowflake.generate)
+    if isinstance(field, SnowflakeAutoField):
+        assert not rebuilt.has_default()
+    else:
+        assert rebuilt.default is (None if "default" in expected else django_snowflake.generate)
 
 
 @pytest.mark.django_db
@@ -90,16 +96,27 @@ def test_sqlmigrate_shows_no_autoincrement_on_snowflake_tables() -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("model", [Customer, Event])
-def test_save_is_one_insert_without_returning(model: type[models.Model]) -> None:
-    instance = model(name="x")
+def test_save_is_one_insert_without_returning() -> None:
+    instance = Customer(name="x")
     pk = instance.pk
     with CaptureQueriesContext(connection) as queries:
         instance.save()
     assert len(queries) == 1
     assert queries[0]["sql"].upper().startswith("INSERT")
     assert "RETURNING" not in queries[0]["sql"].upper()
-    assert model.objects.get(pk=pk).pk == pk
+    assert Customer.objects.get(pk=pk).pk == pk
+
+
+@pytest.mark.django_db
+def test_an_auto_field_save_is_one_insert_returning_the_key() -> None:
+    event = Event(name="x")
+    with CaptureQueriesContext(connection) as queries:
+        event.save()
+    assert len(queries) == 1
+    sql = queries[0]["sql"].upper()
+    assert sql.startswith("INSERT") and "RETURNING" in sql
+    assert '"ID"' not in sql.split("VALUES")[0] and "`ID`" not in sql.split("VALUES")[0]
+    assert django_snowflake.decode(event.pk).timestamp.year >= 2025
 
 
 @pytest.mark.django_db
@@ -186,8 +203,8 @@ def test_historical_models_in_migrations_still_get_ids() -> None:
     state = MigrationLoader(None, ignore_no_migrations=True).project_state(
         ("testapp", "0001_initial")
     )
-    historical = state.apps.get_model("testapp", "Event")
-    assert historical(name="x").pk > 0
+    assert state.apps.get_model("testapp", "Customer")(name="x").pk > 0
+    assert state.apps.get_model("testapp", "Event")(name="x").pk is None
 
 
 @isolate_apps("tests.testapp")
@@ -199,15 +216,17 @@ def test_default_auto_field_switches_a_model_in_one_line() -> None:
                 app_label = "testapp"
 
     assert isinstance(Note._meta.pk, SnowflakeAutoField)
-    assert Note().pk > 0
+    assert Note().pk is None
 
 
-def test_models_outside_installed_apps_keep_database_keys() -> None:
+def test_the_migration_recorder_keeps_an_auto_increment_key() -> None:
     # Django's migration recorder is such a model: `migrate` writes it before the worker
     # table exists, and existing projects' django_migrations tables have int keys.
     with override_settings(DEFAULT_AUTO_FIELD="django_snowflake.fields.SnowflakeAutoField"):
 
         class Record(models.Model):  # noqa: DJ008
+            __module__ = "django.db.migrations.recorder"
+
             class Meta:
                 apps = Apps()
                 app_label = "migrations"

@@ -1,0 +1,481 @@
+"""Snowflake IDs made by the database, for every INSERT that leaves the key out.
+
+``SnowflakeAutoField`` keeps ``AutoField``'s semantics: its column's default is the
+function ``django_snowflake_id()``, so Django's own inserts (which leave an unset key out and
+read it back with ``RETURNING``), raw SQL, ``RunSQL`` data migrations and other services all get
+a Snowflake of the project's layout.
+
+- PostgreSQL: a PL/pgSQL function over two sequences. ``counter`` is drawn by every call;
+  ``base`` moves only when the IDs fall behind the wall clock, under a session advisory lock
+  released at once (never one held to commit). An ID is ``base + counter`` read in layout units
+  (time, then sequence), so the logical clock never goes back, whatever the server's clock does.
+- MariaDB: a stored function may not be a column ``DEFAULT``, so a ``BEFORE INSERT`` trigger per
+  table calls it. The same two parts: a sequence, and the base in a one-row Aria table (not
+  transactional, so never locked to commit) that only ever grows.
+- SQLite: ``django_snowflake_id()`` is registered on every Django connection and returns
+  :func:`django_snowflake.generate` (the process's own worker slot). A connection without it
+  (the ``sqlite3`` shell) fails the INSERT with "unknown function".
+
+PostgreSQL and MariaDB issue under a worker slot leased in ``WorkerNode`` for the database
+itself (host ``(database)``, a lease that never expires, so no process can claim it); the
+package's migration ``0003`` takes it. The layout is written into the function when it is
+installed; a layout change is refused by every process (``LayoutMismatch``: the database's slot
+carries the old fingerprint), as for any other slot.
+
+The schema editor of every Django connection is extended here, so ``migrate`` and
+``sqlmigrate`` emit the same statements: the function before the first table that needs it, the
+column ``DEFAULT`` (PostgreSQL, SQLite) or the trigger (MariaDB).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import IntegrityError, models
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.backends.signals import connection_created
+from django.db.migrations.operations.base import Operation
+from django.db.migrations.state import StateApps
+from django.db.models.functions import Now
+
+from .exceptions import LayoutMismatch, NoWorkerAvailable
+from .layout import BitLayout
+
+FUNCTION = "django_snowflake_id"
+COUNTER = "django_snowflake_id_counter"
+PG_BASE = "django_snowflake_id_base"
+MARIADB_BASE = "django_snowflake_id_base"
+# The database's worker slot in WorkerNode.
+DATABASE_HOST = "(database)"
+DATABASE_LABEL = "database"
+LEASE_END = datetime(9999, 12, 31, tzinfo=UTC)
+# pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
+PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
+MISSING_SLOT = (
+    "django_snowflake_id(): the database has no Snowflake worker slot yet; "
+    "run `manage.py migrate django_snowflake`"
+)
+
+# Set while the schema editor writes a column definition: only then does a
+# SnowflakeAutoField report its database default (see SnowflakeAutoField.has_db_default).
+_writing_columns: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "django_snowflake_writing_columns", default=None
+)
+
+
+def column_default_vendor() -> str | None:
+    """The vendor whose schema editor is writing column definitions now, else ``None``."""
+    return _writing_columns.get()
+
+
+class DatabaseSnowflake(models.Func):
+    """``django_snowflake_id()``: the column default of a ``SnowflakeAutoField``."""
+
+    function = FUNCTION
+    template = "%(function)s()"
+    allowed_default = True
+    output_field = models.BigIntegerField()
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DatabaseSnowflake)
+
+    def __hash__(self) -> int:
+        return hash(FUNCTION)
+
+
+def _worker_table() -> str:
+    from .models import WorkerNode
+
+    return WorkerNode._meta.db_table
+
+
+def install_sql(vendor: str, layout: BitLayout) -> list[str]:
+    """The statements that create (or replace) the function on ``vendor``; ``[]`` on SQLite.
+
+    They embed ``layout`` and are idempotent, so every migration that creates a Snowflake
+    column may run them first.
+    """
+    table = _worker_table()
+    sb = layout.sequence_bits
+    compose = (
+        f"((m >> {sb}) << {layout.time_shift}) | (dc << {layout.datacenter_shift}) "
+        f"| (w << {layout.worker_shift}) | (m & {layout.max_sequence})"
+    )
+    if vendor == "postgresql":
+        now_units = (
+            f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
+            f" / {layout.time_unit_ms})::bigint"
+        )
+        return [
+            f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
+            f"CREATE SEQUENCE IF NOT EXISTS {PG_BASE} AS bigint MINVALUE 0 START 0",
+            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
+-- Layout {layout.fingerprint}. An ID is m = base + counter in layout units: time
+-- m >> {sb}, sequence m & {layout.max_sequence}. A value is used only if base did not move
+-- while the counter was drawn, so values drawn before a move are below those after it.
+DECLARE
+    b1 bigint; b2 bigint; n bigint; m bigint; now_u bigint; w bigint; dc bigint;
+BEGIN
+    SELECT worker_id, datacenter_id INTO w, dc FROM {table}
+        WHERE host_name = '{DATABASE_HOST}' AND label = '{DATABASE_LABEL}'
+        AND released_at IS NULL LIMIT 1;
+    IF w IS NULL THEN
+        RAISE EXCEPTION '{MISSING_SLOT}';
+    END IF;
+    LOOP
+        SELECT last_value INTO b1 FROM {PG_BASE};
+        n := nextval('{COUNTER}');
+        SELECT last_value INTO b2 FROM {PG_BASE};
+        CONTINUE WHEN b1 <> b2;
+        m := b1 + n;
+        now_u := {now_units};
+        IF (m >> {sb}) >= now_u THEN
+            RETURN {compose};
+        END IF;
+        -- Behind the wall clock: move base so the next value starts at now_u. A short
+        -- session lock keeps two catch-ups from lowering base; it is never held to commit.
+        PERFORM pg_advisory_lock({PG_LOCK_KEY});
+        BEGIN
+            SELECT last_value INTO b1 FROM {PG_BASE};
+            SELECT last_value INTO n FROM {COUNTER};
+            IF b1 + n < (now_u << {sb}) THEN
+                PERFORM setval('{PG_BASE}', (now_u << {sb}) - n);
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+            RAISE;
+        END;
+        PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+    END LOOP;
+END
+$snowflake$""",
+        ]
+    if vendor == "mysql":
+        now_units = (
+            f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms})"
+            f" / {layout.time_unit_ms})"
+        )
+        slot = (
+            f"FROM {table} WHERE host_name = '{DATABASE_HOST}' AND label = '{DATABASE_LABEL}' "
+            "AND released_at IS NULL LIMIT 1"
+        )
+        base = f"(SELECT base FROM {MARIADB_BASE} WHERE id = 1)"
+        return [
+            f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
+            # Aria is not transactional: the base is read as last written (no snapshot) and
+            # its UPDATE locks the table for that statement only, never to commit.
+            f"CREATE TABLE IF NOT EXISTS {MARIADB_BASE} "
+            "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=Aria",
+            f"INSERT IGNORE INTO {MARIADB_BASE} (id, base) VALUES (1, 0)",
+            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT
+NOT DETERMINISTIC MODIFIES SQL DATA
+COMMENT 'Layout {layout.fingerprint}'
+BEGIN
+    -- An ID is m = base + counter in layout units: time m >> {sb}, sequence
+    -- m & {layout.max_sequence}. A value is used only if base did not move while the
+    -- counter was drawn; base only grows (GREATEST, one statement), so no lock is needed.
+    DECLARE w BIGINT DEFAULT (SELECT worker_id {slot});
+    DECLARE dc BIGINT DEFAULT (SELECT datacenter_id {slot});
+    DECLARE b1 BIGINT; DECLARE b2 BIGINT; DECLARE n BIGINT;
+    DECLARE m BIGINT; DECLARE now_u BIGINT;
+    IF w IS NULL THEN
+        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MISSING_SLOT}';
+    END IF;
+    LOOP
+        SET b1 = {base};
+        SET n = NEXT VALUE FOR {COUNTER};
+        SET b2 = {base};
+        IF b1 = b2 THEN
+            SET m = b1 + n;
+            SET now_u = {now_units};
+            IF (m >> {sb}) >= now_u THEN
+                RETURN {compose};
+            END IF;
+            SET n = NEXT VALUE FOR {COUNTER};
+            UPDATE {MARIADB_BASE} SET base = GREATEST(base, (now_u << {sb}) - n) WHERE id = 1;
+        END IF;
+    END LOOP;
+END""",
+        ]
+    return []
+
+
+def trigger_name(table: str) -> str:
+    """The MariaDB trigger of ``table``: at most 64 characters, unique per table."""
+    name = f"{table}_snowflake_id"
+    if len(name) > 64:
+        name = f"{table[:40]}_{hashlib.sha1(table.encode()).hexdigest()[:10]}_snowflake_id"
+    return name
+
+
+def create_trigger_sql(editor: BaseDatabaseSchemaEditor, table: str, column: str) -> str:
+    """The MariaDB trigger giving ``table.column`` a Snowflake when an INSERT leaves it out.
+
+    An omitted key arrives as NULL or 0; as with ``AUTO_INCREMENT``, both mean "generate".
+    """
+    q = editor.quote_name
+    col = f"NEW.{q(column)}"
+    return (
+        f"CREATE TRIGGER {q(trigger_name(table))} BEFORE INSERT ON {q(table)} FOR EACH ROW "
+        f"BEGIN IF {col} IS NULL OR {col} = 0 THEN SET {col} = {FUNCTION}(); END IF; END"
+    )
+
+
+def drop_trigger_sql(editor: BaseDatabaseSchemaEditor, table: str) -> str:
+    return f"DROP TRIGGER IF EXISTS {editor.quote_name(trigger_name(table))}"
+
+
+# The database's worker slot.
+
+
+def claim_database_slot(node_model: type[Any], using: str, layout: BitLayout, vendor: str) -> int:
+    """Lease a worker slot for the database's function; return its worker ID.
+
+    The same compare-and-set as a process's claim: insert an unused worker ID (the highest,
+    away from the processes, which take the lowest) and let the unique constraint pick the
+    winner of a race, else take over an expired lease with ``UPDATE ... WHERE token = old``.
+    The lease never expires, so no process claims the slot afterwards. A slot the database
+    already holds is kept. The function's logical clock is raised above the slot's previous
+    holder. Raises ``LayoutMismatch`` when the table holds slots of another layout and
+    ``NoWorkerAvailable`` when every slot is leased.
+    """
+    nodes = node_model._default_manager.using(using)
+    mine = {"host_name": DATABASE_HOST, "label": DATABASE_LABEL, "released_at__isnull": True}
+    held = nodes.filter(**mine).first()
+    if held is not None:
+        return int(held.worker_id)
+    fingerprint = layout.fingerprint
+    other = nodes.exclude(layout=fingerprint).values_list("layout", flat=True).first()
+    if other is not None:
+        raise LayoutMismatch(fingerprint, other)
+    now = datetime.now(UTC)
+    holder = {
+        "host_name": DATABASE_HOST,
+        "label": DATABASE_LABEL,
+        "process_id": 0,
+        "launched_at": now,
+        "heartbeat_at": now,
+        "lease_expires_at": LEASE_END,
+        "released_at": None,
+        "layout": fingerprint,
+        "token": f"database-{os.urandom(8).hex()}",
+    }
+    for _attempt in range(100):
+        taken = set(nodes.filter(datacenter_id=0).values_list("worker_id", flat=True))
+        free = [w for w in range(layout.max_worker_id, -1, -1) if w not in taken]
+        if free:
+            try:
+                nodes.create(worker_id=free[0], datacenter_id=0, last_timestamp=0, **holder)
+            except IntegrityError:
+                continue  # a process inserted this worker ID first
+            return free[0]
+        candidate = nodes.filter(lease_expires_at__lt=Now()).order_by("lease_expires_at").first()
+        if candidate is None:
+            raise NoWorkerAvailable(
+                active=len(taken), capacity=layout.workers, worker_bits=layout.worker_bits
+            )
+        updated = nodes.filter(
+            pk=candidate.pk, token=candidate.token, lease_expires_at__lt=Now()
+        ).update(**holder)
+        if updated:
+            # Start above every time the previous holder could have issued.
+            floor = max(
+                candidate.last_timestamp + 1,
+                layout.to_units(int(candidate.lease_expires_at.timestamp() * 1000)) + 1,
+            )
+            raise_floor(using, vendor, layout, floor)
+            return int(candidate.worker_id)
+    raise NoWorkerAvailable(
+        active=layout.workers, capacity=layout.workers, worker_bits=layout.worker_bits
+    )
+
+
+def raise_floor(using: str, vendor: str, layout: BitLayout, units: int) -> None:
+    """Make the database's next ID carry a time of at least ``units``."""
+    from django.db import connections
+
+    target = units << layout.sequence_bits
+    with connections[using].cursor() as cursor:
+        if vendor == "postgresql":
+            cursor.execute(
+                f"SELECT setval('{PG_BASE}', GREATEST(last_value, %s - "
+                f"(SELECT last_value FROM {COUNTER}))) FROM {PG_BASE}",
+                [target],
+            )
+        elif vendor == "mysql":
+            cursor.execute(
+                f"UPDATE {MARIADB_BASE} SET base = GREATEST(base, %s - "
+                f"(NEXT VALUE FOR {COUNTER})) WHERE id = 1",
+                [target],
+            )
+
+
+def _claim_for_migration(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+    from .conf import get_layout
+
+    connection = schema_editor.connection
+    if connection.vendor not in ("postgresql", "mysql"):
+        return  # SQLite's function uses the process's own slot
+    node = apps.get_model("django_snowflake", "WorkerNode")
+    claim_database_slot(node, connection.alias, get_layout(), connection.vendor)
+
+
+class InstallDatabaseFunction(Operation):
+    """Create ``django_snowflake_id()`` (and its sequences) for the project's layout.
+
+    Reversing keeps the function: columns may still default to it.
+    """
+
+    reduces_to_sql = True
+    reversible = True
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: Any,
+        to_state: Any,
+    ) -> None:
+        from .conf import get_layout
+
+        for statement in install_sql(schema_editor.connection.vendor, get_layout()):
+            schema_editor.execute(statement, params=None)
+
+    def database_backwards(self, *args: Any) -> None:
+        pass  # the function stays: columns may still default to it
+
+    def describe(self) -> str:
+        return "Install the database's Snowflake function django_snowflake_id()"
+
+
+def claim_operation() -> Any:
+    """The migration operation that leases the database's worker slot."""
+    from django.db.migrations import RunPython
+
+    return RunPython(_claim_for_migration, RunPython.noop, elidable=False)
+
+
+# The schema editor of every connection.
+
+
+def _is_database_keyed(field: Any) -> bool:
+    from .fields import SnowflakeAutoField
+
+    return isinstance(field, SnowflakeAutoField) and field.has_database_default
+
+
+class SnowflakeSchemaEditorMixin:
+    """Writes the function, the column defaults and (MariaDB) the triggers of
+    ``SnowflakeAutoField`` columns, in ``migrate`` and ``sqlmigrate`` alike."""
+
+    connection: BaseDatabaseWrapper
+    _snowflake_installed = False
+
+    @contextmanager
+    def _snowflake_columns(self) -> Iterator[None]:
+        token = _writing_columns.set(self.connection.vendor)
+        try:
+            yield
+        finally:
+            _writing_columns.reset(token)
+
+    def _snowflake_install(self, *fields: Any) -> None:
+        if self._snowflake_installed or not any(_is_database_keyed(f) for f in fields):
+            return
+        from .conf import get_layout
+
+        self._snowflake_installed = True
+        for statement in install_sql(self.connection.vendor, get_layout()):
+            self.execute(statement, params=None)  # type: ignore[attr-defined]
+
+    def _snowflake_trigger(self, model: Any, old: Any, new: Any) -> None:
+        if self.connection.vendor != "mysql":
+            return
+        table = model._meta.db_table
+        if _is_database_keyed(old) and (not _is_database_keyed(new) or old.column != new.column):
+            self.execute(drop_trigger_sql(self, table))  # type: ignore[attr-defined, arg-type]
+        if _is_database_keyed(new) and (not _is_database_keyed(old) or old.column != new.column):
+            self.execute(create_trigger_sql(self, table, new.column))  # type: ignore[attr-defined, arg-type]
+
+    def column_sql(self, model: Any, field: Any, include_default: bool = False) -> Any:
+        with self._snowflake_columns():
+            return super().column_sql(model, field, include_default)  # type: ignore[misc]
+
+    def create_model(self, model: Any) -> None:
+        self._snowflake_install(model._meta.pk)
+        with self._snowflake_columns():
+            super().create_model(model)  # type: ignore[misc]
+        self._snowflake_trigger(model, None, model._meta.pk)
+
+    def add_field(self, model: Any, field: Any) -> None:
+        self._snowflake_install(field)
+        with self._snowflake_columns():
+            super().add_field(model, field)  # type: ignore[misc]
+        self._snowflake_trigger(model, None, field)
+
+    def alter_field(self, model: Any, old_field: Any, new_field: Any, strict: bool = False) -> None:
+        self._snowflake_install(new_field)
+        with self._snowflake_columns():
+            super().alter_field(model, old_field, new_field, strict)  # type: ignore[misc]
+        self._snowflake_trigger(model, old_field, new_field)
+
+    def _remake_table(self, *args: Any, **kwargs: Any) -> None:  # SQLite
+        with self._snowflake_columns():
+            super()._remake_table(*args, **kwargs)  # type: ignore[misc]
+
+
+_editor_classes: dict[type[Any], type[Any]] = {}
+
+
+def schema_editor_class(base: type[Any]) -> type[Any]:
+    """``base`` extended with :class:`SnowflakeSchemaEditorMixin` (one class per base)."""
+    if issubclass(base, SnowflakeSchemaEditorMixin):
+        return base
+    if base not in _editor_classes:
+        _editor_classes[base] = type(base.__name__, (SnowflakeSchemaEditorMixin, base), {})
+    return _editor_classes[base]
+
+
+def _sqlite_snowflake() -> int:
+    from . import generate
+
+    return generate()
+
+
+def prepare_connection(connection: BaseDatabaseWrapper) -> None:
+    """Extend ``connection``'s schema editor; on SQLite, register ``django_snowflake_id()``."""
+    if connection.vendor not in ("postgresql", "mysql", "sqlite"):
+        return
+    connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
+    if connection.vendor == "sqlite" and connection.connection is not None:
+        connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
+
+
+def _on_connection_created(
+    sender: object, connection: BaseDatabaseWrapper, **kwargs: object
+) -> None:
+    prepare_connection(connection)
+
+
+def install_connection_hooks() -> None:
+    """Prepare every Django connection, open or opened later (idempotent)."""
+    from django.db import connections
+
+    connection_created.connect(_on_connection_created, dispatch_uid="django_snowflake_keys")
+    # The schema editor is chosen before a connection may be opened (sqlmigrate).
+    for connection in connections.all():
+        prepare_connection(connection)
