@@ -116,3 +116,44 @@ class LoadedTwin(BulkTwin):
 
 class CreatedTwin(BulkTwin):
     """Written by bulk_create."""
+
+
+class Writer(models.Model):
+    """Keyed by SnowflakeAutoField, with a creation hook written for AutoField."""
+
+    name = models.CharField(max_length=100)
+    greeting = models.CharField(max_length=100, blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if not self.pk:  # the AutoField idiom: runs once, before the first INSERT
+            self.greeting = f"welcome {self.name}"
+        super().save(*args, **kwargs)
+
+
+class Place(models.Model):
+    """Multi-table inheritance under SnowflakeAutoField: Restaurant's pk is its parent link."""
+
+    name = models.CharField(max_length=100)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Restaurant(Place):
+    serves_pizza = models.BooleanField(default=False)
+
+
+class SnowflakePlace(SnowflakeModel):
+    """Multi-table inheritance with the pk made at instantiation."""
+
+    name = models.CharField(max_length=100)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class SnowflakeRestaurant(SnowflakePlace):
+    serves_pizza = models.BooleanField(default=False)
