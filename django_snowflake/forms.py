@@ -18,19 +18,26 @@ class SnowflakeFormField(forms.CharField):
     The widget is a text input, not a number input: browsers and JavaScript hold numbers as
     doubles, exact only below ``2**53``, so a number input would round most IDs. Anything that
     is not an ID of the configured layout fails with the ``invalid`` error; an empty value
-    cleans to ``None``.
+    cleans to ``None``. A whole number above the layout's largest ID fails with the
+    ``max_value`` error instead, which names that ID.
     """
 
     default_error_messages = {
         "invalid": _("Enter a valid ID: a whole number of up to 19 digits."),
+        "max_value": _("This ID is too large (the largest ID is %(max_id)s)."),
     }
 
     def to_python(self, value: Any) -> int | None:  # type: ignore[override]
         text = super().to_python(value)
         if text in self.empty_values:
             return None
+        layout = get_layout()
+        if layout.is_too_large(text):
+            raise ValidationError(
+                self.error_messages["max_value"], code="max_value", params={"max_id": layout.max_id}
+            )
         try:
-            return get_layout().validate(text)
+            return layout.validate(text)
         except InvalidSnowflake:
             raise ValidationError(self.error_messages["invalid"], code="invalid") from None
 

@@ -67,6 +67,11 @@ def ms_to_datetime(ms: int) -> datetime:
     return _UNIX_EPOCH + timedelta(milliseconds=ms)
 
 
+def _shorten(digits: str) -> str:
+    """A long run of digits, cut in the middle so a message stays one readable line."""
+    return digits if len(digits) <= 40 else f"{digits[:18]}...{digits[-18:]} ({len(digits)} digits)"
+
+
 class SnowflakeParts(NamedTuple):
     """The fields of one ID, as returned by :meth:`BitLayout.decompose`."""
 
@@ -266,8 +271,13 @@ class BitLayout:
     def validate(self, value: object) -> int:
         """Return ``value`` as an ID of this layout, or raise :class:`InvalidSnowflake`.
 
-        Accepts an ``int`` or a string of ASCII digits, from 0 to :attr:`max_id`.
+        Accepts an ``int`` or a string of ASCII digits, from 0 to :attr:`max_id`. A whole
+        number above :attr:`max_id` (however many digits it has) is "too large", naming the
+        largest ID; anything else is "not a Snowflake ID".
         """
+        if self.is_too_large(value):
+            shown = value if isinstance(value, int) else _shorten(str(value))
+            raise InvalidSnowflake(f"{shown} is too large (the largest ID is {self.max_id})")
         if isinstance(value, str):
             if not (0 < len(value) <= _MAX_DIGITS and value.isascii() and value.isdigit()):
                 raise InvalidSnowflake(f"{value[:40]!r} is not a Snowflake ID: expected digits")
@@ -278,9 +288,27 @@ class BitLayout:
             raise InvalidSnowflake(
                 f"A Snowflake ID is an integer or a string of digits, not {type(value).__name__}"
             )
-        if not 0 <= number <= self.max_id:
-            raise InvalidSnowflake(f"{number} is outside the layout's IDs 0..{self.max_id}")
+        if number < 0:
+            raise InvalidSnowflake(f"{number} is negative; IDs run from 0 to {self.max_id}")
         return number
+
+    def is_too_large(self, value: object) -> bool:
+        """Whether ``value`` is a whole number (``int`` or ASCII digits) above :attr:`max_id`.
+
+        Forms and serializers use it to say "too large" rather than "not an ID".
+        """
+        if isinstance(value, bool):
+            return False
+        if isinstance(value, int):
+            return value > self.max_id
+        if isinstance(value, str) and value.isascii() and value.isdigit():
+            # Compare lengths first, so a hostile string of a million digits is not parsed.
+            digits = value.lstrip("0")
+            limit = str(self.max_id)
+            return len(digits) > len(limit) or (
+                len(digits) == len(limit) and int(digits) > self.max_id
+            )
+        return False
 
     def decompose(self, value: object) -> SnowflakeParts:
         """Split an ID into its fields; raises :class:`InvalidSnowflake` for bad input."""
@@ -304,26 +332,54 @@ class BitLayout:
     # Range bounds, for index-friendly time filters.
 
     def _units_of(self, dt: datetime) -> int:
-        if dt.tzinfo is None or dt.utcoffset() is None:
-            raise ValueError(f"{dt.isoformat()} has no time zone; give an aware datetime")
-        return self.to_units((dt - _UNIX_EPOCH) // timedelta(milliseconds=1))
+        """Units since the epoch of the unit holding ``dt`` (floored)."""
+        return self.to_units(_ms_of(dt))
+
+    def _units_from(self, dt: datetime) -> int:
+        """The first unit that starts at or after ``dt`` (``dt`` rounded up, to the microsecond)."""
+        micros = (_aware_utc(dt) - _UNIX_EPOCH) // timedelta(microseconds=1)
+        return -((self.epoch_ms * 1000 - micros) // (self.time_unit_ms * 1000))
+
+    def _id_of_unit(self, units: int) -> int:
+        """The first ID of unit ``units``, clamped to ``0 .. max_id + 1``."""
+        return min(max(units, 0), self.max_time + 1) << self.time_shift
 
     def min_id_for(self, dt: datetime) -> int:
         """The smallest ID whose time unit is not before the unit holding ``dt``.
 
         Before the epoch that is 0; past the lifespan it is ``max_id + 1``, which no ID
-        reaches, so ``pk >= min_id_for(dt)`` is always a correct "created at or after" filter.
+        reaches. Every ID below it lies in a unit that ended at or before ``dt``, so
+        ``pk < min_id_for(dt)`` selects rows certainly created before ``dt``.
         """
-        units = min(max(self._units_of(dt), 0), self.max_time + 1)
-        return units << self.time_shift
+        return self._id_of_unit(self._units_of(dt))
+
+    def min_id_from(self, dt: datetime) -> int:
+        """The smallest ID whose time unit starts at or after ``dt``.
+
+        Equal to :meth:`min_id_for` when ``dt`` is the start of a unit; inside a unit it is
+        the next unit's first ID, because an ID of the unit holding ``dt`` may have been
+        issued before ``dt``. ``pk >= min_id_from(dt)`` selects rows certainly created at or
+        after ``dt``. Clamped like :meth:`min_id_for`.
+        """
+        return self._id_of_unit(self._units_from(dt))
 
     def max_id_for(self, dt: datetime) -> int:
         """The largest ID whose time unit is not after the unit holding ``dt``.
 
         Before the epoch that is -1 (no ID); past the lifespan it is :attr:`max_id`.
         """
-        units = min(max(self._units_of(dt) + 1, 0), self.max_time + 1)
-        return (units << self.time_shift) - 1
+        return self._id_of_unit(self._units_of(dt) + 1) - 1
+
+
+def _aware_utc(dt: datetime) -> datetime:
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"{dt.isoformat()} has no time zone; give an aware datetime")
+    return dt
+
+
+def _ms_of(dt: datetime) -> int:
+    """Milliseconds since 1970 of an aware datetime (floored)."""
+    return (_aware_utc(dt) - _UNIX_EPOCH) // timedelta(milliseconds=1)
 
 
 def bit_diagram(layout: BitLayout) -> str:

@@ -73,26 +73,43 @@ class _Filterable(Protocol[_T_co]):
 class SnowflakeManagerMixin:
     """``created_after``, ``created_before`` and ``created_between``: time filters on the pk.
 
-    Each is a range on the primary key (``min_id_for`` of the bounds), so it uses the pk index
-    and needs no ``created_at`` column. Times are compared at the layout's time unit (1 ms by
-    default): a row was created at the start of the unit its ID carries. Naive datetimes are
-    read in the current time zone.
+    Each is a range on the primary key, so it uses the pk index and needs no ``created_at``
+    column. An ID records its creation time only to its layout's time unit (1 ms by default,
+    10 ms for ``sonyflake``, 1 s for ``baidu``), so a row counts as created after a bound only
+    if its whole unit starts at or after it, and before a bound only if its whole unit ends at
+    or before it. When a bound falls inside a unit, the rows of that unit, which may have been
+    created on either side of it, are returned by neither filter; when it is the start of a
+    unit (every whole second is, for the presets), ``created_after(dt)`` and
+    ``created_before(dt)`` split the rows between them. Naive datetimes are read in the
+    current time zone.
 
     The methods only call ``self.filter()``, so the mixin fits a custom manager
     (``class OrderManager(SnowflakeManagerMixin, models.Manager)``) as well as a queryset.
     """
 
     def created_after(self: _Filterable[_T], dt: datetime) -> _T:
-        """Rows created at or after ``dt``."""
-        return self.filter(pk__gte=min_id_for(dt))
+        """Rows created at or after ``dt``: those whose time unit starts at or after ``dt``.
+
+        Never a row created before ``dt``; when ``dt`` is inside a unit, that unit's rows are
+        left out.
+        """
+        return self.filter(pk__gte=_first_id_from(dt))
 
     def created_before(self: _Filterable[_T], dt: datetime) -> _T:
-        """Rows created strictly before ``dt``."""
+        """Rows created strictly before ``dt``: those whose time unit ends at or before ``dt``.
+
+        Never a row created at or after ``dt``; when ``dt`` is inside a unit, that unit's rows
+        are left out.
+        """
         return self.filter(pk__lt=min_id_for(dt))
 
     def created_between(self: _Filterable[_T], start: datetime, end: datetime) -> _T:
-        """Rows created at or after ``start`` and strictly before ``end``."""
-        return self.filter(pk__gte=min_id_for(start), pk__lt=min_id_for(end))
+        """Rows created at or after ``start`` and strictly before ``end``.
+
+        The rows :meth:`created_after` of ``start`` and :meth:`created_before` of ``end``
+        both return.
+        """
+        return self.filter(pk__gte=_first_id_from(start), pk__lt=min_id_for(end))
 
     def bulk_load(
         self,
@@ -104,6 +121,15 @@ class SnowflakeManagerMixin:
         """Write unsaved instances through the database's bulk loader (COPY, LOAD DATA);
         return the row count. See :func:`django_snowflake.bulk.bulk_load`."""
         return bulk.bulk_load(self, objs, batch_size=batch_size, progress=progress)
+
+
+def _first_id_from(dt: datetime) -> int:
+    """The first ID whose time unit starts at or after ``dt`` (naive: the current time zone)."""
+    from django.utils import timezone
+
+    from .conf import get_layout
+
+    return get_layout().min_id_from(timezone.make_aware(dt) if timezone.is_naive(dt) else dt)
 
 
 class SnowflakeQuerySet(SnowflakeManagerMixin, models.QuerySet[_M]):

@@ -26,20 +26,25 @@ __all__ = ["SnowflakeField", "SnowflakeModelSerializer", "SnowflakeSerializerMix
 class SnowflakeField(serializers.Field):  # type: ignore[type-arg]
     """An ID as a string of digits on output; a string of digits or an integer on input.
 
-    Anything else (floats, booleans, negative or out-of-range numbers, text) is a
-    ``ValidationError`` with the ``invalid`` code.
+    A whole number above the layout's largest ID is a ``ValidationError`` with the
+    ``max_value`` code, naming that ID; anything else (floats, booleans, negative numbers,
+    text) one with the ``invalid`` code.
     """
 
     default_error_messages = {
         "invalid": _("A valid ID is a string of up to 19 digits."),
+        "max_value": _("This ID is too large (the largest ID is {max_id})."),
     }
 
     def to_representation(self, value: int) -> str:
         return str(value)
 
     def to_internal_value(self, data: Any) -> int:
+        layout = get_layout()
+        if layout.is_too_large(data):
+            self.fail("max_value", max_id=str(layout.max_id))
         try:
-            return get_layout().validate(data)
+            return layout.validate(data)
         except InvalidSnowflake:
             self.fail("invalid")
 

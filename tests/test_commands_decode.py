@@ -33,7 +33,12 @@ def test_text_output_lists_every_part() -> None:
     assert parts["timestamp"] == "2025-01-02T10:17:36.789000Z"
 
 
-def test_json_output_is_a_list_of_the_documented_objects() -> None:
+def test_json_output_of_one_id_is_one_object() -> None:
+    value = sample_id()
+    assert json.loads(run(str(value), "--json")) == decode(value).as_dict()
+
+
+def test_json_output_of_several_ids_is_a_list_of_the_documented_objects() -> None:
     first, second = sample_id(), sample_id() + 1
     data = json.loads(run(str(first), str(second), "--json"))
     assert data == [decode(first).as_dict(), decode(second).as_dict()]
@@ -51,10 +56,22 @@ def test_several_ids_in_text_are_separated_by_a_blank_line() -> None:
     assert len(run(str(sample_id()), str(sample_id() + 1)).split("\n\n")) == 2
 
 
-@pytest.mark.parametrize("bad", ["abc", "-1", "12.5", str(2**63), "1" * 20, "", "٣"])
+@pytest.mark.parametrize("bad", ["abc", "-1", "12.5", "", "٣", "1" * 19 + "x"])
 def test_bad_ids_are_a_command_error(bad: str) -> None:
-    with pytest.raises(CommandError, match=r"not a Snowflake ID|outside the layout"):
+    with pytest.raises(CommandError, match=r"is not a Snowflake ID: expected digits"):
         run(str(sample_id()), bad)
+
+
+@pytest.mark.parametrize("big", [str(2**63), "9" * 19, "1" * 20, "12345678901234567890"])
+def test_too_large_ids_name_the_largest(big: str) -> None:
+    with pytest.raises(CommandError) as info:
+        run(big)
+    assert str(info.value) == f"{big} is too large (the largest ID is {2**63 - 1})"
+
+
+def test_a_very_long_number_is_shortened_in_the_message() -> None:
+    with pytest.raises(CommandError, match=r"^1{18}\.\.\.1{18} \(5000 digits\) is too large"):
+        run("1" * 5000)
 
 
 def test_a_bad_id_on_the_command_line_is_one_line_and_a_non_zero_exit() -> None:

@@ -32,4 +32,4 @@ def test_newcomer_commands(tmp_path: Path) -> None:
 
 def test_the_example_projects_own_tests(tmp_path: Path) -> None:
     result = manage("test", "shop", "--settings=config.test_settings", db=tmp_path / "t.sqlite3")
-    assert "Ran 7 tests" in result.stderr
+    assert "Ran 8 tests" in result.stderr

@@ -50,11 +50,32 @@ def test_field_reads_strings_and_integers(value: object, expected: int) -> None:
     assert SnowflakeField().run_validation(value) == expected
 
 
-@pytest.mark.parametrize("value", [v for v in BAD_VALUES if v is not None and v != ""])
+TOO_LARGE: list[Any] = [2**63, str(2**63), "1" * 20, "9" * 19, "9" * 400]
+
+
+@pytest.mark.parametrize(
+    "value", [v for v in BAD_VALUES if v is not None and v != "" and v not in TOO_LARGE]
+)
 def test_field_rejects_everything_else(value: object) -> None:
     with pytest.raises(serializers.ValidationError) as info:
         SnowflakeField().run_validation(value)
     assert info.value.get_codes() == ["invalid"]
+    assert info.value.detail == ["A valid ID is a string of up to 19 digits."]
+
+
+@pytest.mark.parametrize("value", TOO_LARGE)
+def test_too_large_ids_say_so_and_name_the_largest(value: object) -> None:
+    with pytest.raises(serializers.ValidationError) as info:
+        SnowflakeField().run_validation(value)
+    assert info.value.get_codes() == ["max_value"]
+    assert info.value.detail == [f"This ID is too large (the largest ID is {MAX_ID})."]
+
+
+@pytest.mark.django_db
+def test_too_large_id_over_http(api: APIClient) -> None:
+    response = api.post("/api/tickets/", {"code": "9999999999999999999"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"code": [f"This ID is too large (the largest ID is {MAX_ID})."]}
 
 
 def test_field_writes_strings() -> None:

@@ -29,6 +29,20 @@ class OrderTests(TestCase):
         self.assertContains(response, str(item.product))
         for path in ["/orders/123/", "/orders/abc/", f"/orders/{2**63}/"]:
             self.assertEqual(self.client.get(path).status_code, 404)
+        # One URL per order: the same digits with a leading zero are not found.
+        self.assertEqual(self.client.get(f"/orders/0{item.order.pk}/").status_code, 404)
+
+    def test_api_answers_a_malformed_id_like_an_unknown_one(self) -> None:
+        order = OrderFactory()
+        self.assertEqual(self.client.get(f"/api/orders/{order.pk}/").status_code, 200)
+        unknown = self.client.get(f"/api/orders/{order.pk + 1}/")
+        self.assertEqual(unknown.status_code, 404)
+        self.assertEqual(unknown.json(), {"detail": "No Order matches the given query."})
+        for bad in ["abc", f"0{order.pk}", str(2**63), "-1", "1.5", "%20"]:
+            response = self.client.get(f"/api/orders/{bad}/")
+            self.assertEqual(response.status_code, 404, bad)
+            self.assertEqual(response["Content-Type"], "application/json", bad)
+            self.assertEqual(response.json(), unknown.json(), bad)
 
     def test_api_ids_are_strings(self) -> None:
         item = OrderItemFactory()

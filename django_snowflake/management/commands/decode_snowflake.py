@@ -13,6 +13,8 @@ from ...layout import SnowflakeParts
 
 
 class Command(BaseCommand):
+    # Help texts stay plain strings: argparse cannot format lazy translations, and Django's
+    # own commands do not translate theirs either.
     help = (
         "Show the creation time, datacenter, clock sequence, worker and sequence of Snowflake "
         "IDs under the configured layout."
@@ -23,7 +25,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--json",
             action="store_true",
-            help="Print a JSON list with one object per ID (timestamp in ISO-8601, UTC).",
+            help=(
+                "Print JSON: one object for one ID, a list of objects for several "
+                "(timestamp in ISO-8601, UTC)."
+            ),
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -32,7 +37,9 @@ class Command(BaseCommand):
         except InvalidSnowflake as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
-            self.stdout.write(json.dumps([parts.as_dict() for parts in decoded], indent=2))
+            objects = [parts.as_dict() for parts in decoded]
+            # One ID, one object: ``decode_snowflake ID --json | jq .timestamp`` just works.
+            self.stdout.write(json.dumps(objects[0] if len(objects) == 1 else objects, indent=2))
             return
         self.stdout.write("\n\n".join(self.describe(parts) for parts in decoded))
 

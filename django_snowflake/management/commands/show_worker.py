@@ -7,13 +7,39 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 from django.utils import timezone
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from ... import get_generator
 from ...conf import get_settings
 from ...exceptions import SnowflakeError
 from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
+
+# The report's lines, for people; ``--json`` keeps the keys.
+LABELS = {
+    "layout": _("layout"),
+    "ids_per_second_per_worker": _("ids per second per worker"),
+    "workers": _("workers"),
+    "lifespan_end": _("lifespan end"),
+    "years_left": _("years left"),
+    "allocator": _("allocator"),
+    "database": _("database"),
+    "lease_seconds": _("lease seconds"),
+    "lease_expires_at": _("lease expires at"),
+    "heartbeat_at": _("heartbeat at"),
+    "reserved_until": _("reserved until"),
+    "claim_ms": _("claim ms"),
+    "clock_offset_ms": _("clock offset ms"),
+    "worker_id": _("worker id"),
+    "datacenter_id": _("datacenter id"),
+    "clock_sequence": _("clock sequence"),
+    "clock_rollback": _("clock rollback"),
+    "max_rollback_ms": _("max rollback ms"),
+    "high_water": _("high water"),
+    "label": _("label"),
+}
 
 
 class Command(BaseCommand):
@@ -34,9 +60,10 @@ class Command(BaseCommand):
             generator = get_generator()
             lease = generator.ensure_lease()
         except SnowflakeError as exc:
-            raise CommandError(str(exc)) from None
+            raise CommandError(self.unmigrated_message(exc) or str(exc)) from None
         except Exception as exc:  # ImproperlyConfigured, or a database that is not migrated
-            raise CommandError(f"{exc.__class__.__name__}: {exc}") from None
+            message = self.unmigrated_message(exc) or f"{exc.__class__.__name__}: {exc}"
+            raise CommandError(message) from None
         layout = generator.layout
         now = datetime.now(UTC)
         high = generator.last_timestamp
@@ -66,7 +93,10 @@ class Command(BaseCommand):
             try:
                 report["slots"] = self.slots()
             except DatabaseError as exc:
-                raise CommandError(f"The worker table cannot be read: {exc}") from None
+                message = self.unmigrated_message(exc) or gettext(
+                    "The worker table cannot be read: %(error)s"
+                ) % {"error": exc}
+                raise CommandError(message) from None
         if options["json"]:
             self.stdout.write(json.dumps(report, indent=2, default=str))
             return
@@ -76,12 +106,42 @@ class Command(BaseCommand):
                 continue
             if isinstance(value, dict):
                 value = ", ".join(f"{k}={v}" for k, v in value.items())
-            self.stdout.write(f"{key.replace('_', ' ')}: {value}")
+            self.stdout.write(f"{LABELS.get(key, key.replace('_', ' '))}: {value}")
         for slot in report.get("slots", []):
             self.stdout.write(
                 "slot {worker_id}/{datacenter_id} {state} host={host_name} pid={process_id} "
                 "label={label!r} expires={lease_expires_at}".format(**slot)
             )
+
+    def unmigrated_message(self, exc: BaseException) -> str | None:
+        """One line telling the user to run ``migrate``, if the worker table is missing.
+
+        The allocator reports any database failure with the driver's text (a SQL fragment
+        and a caret on PostgreSQL); the likeliest one, a table not created yet, deserves a
+        plain answer. ``None`` when the error has another cause or the database cannot say.
+        """
+        from ...models import WorkerNode
+
+        causes: list[BaseException] = []
+        cause: BaseException | None = exc
+        while cause is not None and cause not in causes:
+            causes.append(cause)
+            cause = cause.__cause__ or cause.__context__
+        if not any(isinstance(cause, DatabaseError) for cause in causes):
+            return None
+        alias = get_settings()["DATABASE"]
+        table = WorkerNode._meta.db_table
+        try:
+            with connections[alias].cursor() as cursor:
+                tables = connections[alias].introspection.table_names(cursor)
+        except Exception:  # the database itself is unreachable: the original error says so
+            return None
+        if table in tables:
+            return None
+        return gettext(
+            "The worker table %(table)s does not exist in the database %(alias)r yet: "
+            "run `python manage.py migrate` first."
+        ) % {"table": table, "alias": alias}
 
     def slots(self) -> list[dict[str, Any]]:
         from ...models import WorkerNode
