@@ -1,0 +1,171 @@
+"""Keys from the database: django_snowflake_id(), its worker slot, and the SQL migrate runs."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection, connections
+from django.db.migrations.executor import MigrationExecutor
+from django.test.utils import CaptureQueriesContext, override_settings
+
+import django_snowflake
+from django_snowflake.conf import get_layout
+from django_snowflake.database_keys import (
+    DATABASE_HOST,
+    LEASE_END,
+    claim_database_slot,
+    database_slot,
+)
+from django_snowflake.exceptions import SnowflakeError
+from django_snowflake.models import WorkerNode
+
+SERVER = pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite's function is the process's generator"
+)
+
+
+def database_ids(count: int, alias: str = "default") -> list[int]:
+    with connections[alias].cursor() as cursor:
+        ids = []
+        for _ in range(count):
+            cursor.execute("SELECT django_snowflake_id()")
+            ids.append(cursor.fetchone()[0])
+    return ids
+
+
+@pytest.fixture
+def keys_app(transactional_db: None) -> Iterator[MigrationExecutor]:
+    """tests.keys_app installed and unmigrated; unmigrated again after the test."""
+    with override_settings(INSTALLED_APPS=[*settings.INSTALLED_APPS, "tests.keys_app"]):
+        yield MigrationExecutor(connection)
+        call_command("migrate", "keys_app", "zero", verbosity=0)
+
+
+def test_sqlmigrate_prints_exactly_what_migrate_runs(keys_app: MigrationExecutor) -> None:
+    # The app's first model is keyed by SnowflakeAutoField: the case where migrate used to
+    # build an AUTOINCREMENT/IDENTITY key while sqlmigrate printed a plain bigint.
+    node = ("keys_app", "0001_initial")
+    printed = keys_app.loader.collect_sql([(keys_app.loader.graph.nodes[node], False)])
+    with CaptureQueriesContext(connection) as queries:
+        call_command("migrate", "keys_app", "0001", verbosity=0)
+    ran = [query["sql"] for query in queries.captured_queries]
+    statements = [
+        s.removesuffix(";") for s in printed if s not in ("BEGIN;", "COMMIT;") and s[:2] != "--"
+    ]
+    assert statements and all(statement in ran for statement in statements), (statements, ran)
+    create = next(s for s in statements if s.upper().startswith("CREATE TABLE"))
+    for word in ("AUTOINCREMENT", "AUTO_INCREMENT", "IDENTITY", "SERIAL"):
+        assert word not in create.upper()
+    from tests.keys_app.models import Note
+
+    note = Note.objects.create(text="x")
+    assert django_snowflake.decode(note.pk).timestamp.year >= 2025
+
+
+@SERVER
+@pytest.mark.django_db
+def test_the_database_issues_under_its_own_never_expiring_slot() -> None:
+    layout = get_layout()
+    worker, datacenter = database_slot(layout)
+    assert claim_database_slot(WorkerNode, "default", layout, connection.vendor) == worker
+    row = WorkerNode.objects.get(worker_id=worker, datacenter_id=datacenter)
+    assert row.host_name == DATABASE_HOST and row.lease_expires_at == LEASE_END
+    ids = database_ids(50)
+    assert ids == sorted(set(ids))
+    parts = [django_snowflake.decode(value) for value in ids]
+    assert {(p.worker_id, p.datacenter_id) for p in parts} == {(worker, datacenter)}
+    now = datetime.now(UTC)
+    assert all(abs(p.timestamp - now) < timedelta(seconds=30) for p in parts)
+
+
+@SERVER
+@pytest.mark.django_db
+def test_a_live_process_on_the_slot_is_refused_an_expired_one_taken_over() -> None:
+    layout = get_layout()
+    worker, datacenter = database_slot(layout)
+    WorkerNode.objects.filter(worker_id=worker, datacenter_id=datacenter).delete()
+    now = datetime.now(UTC)
+    # The previous holder issued up to 20 seconds ahead of now (its clock ran fast).
+    ahead = layout.to_units(int((now + timedelta(seconds=20)).timestamp() * 1000))
+    process = WorkerNode.objects.create(
+        worker_id=worker,
+        datacenter_id=datacenter,
+        host_name="web-1",
+        process_id=7,
+        launched_at=now,
+        heartbeat_at=now,
+        lease_expires_at=now + timedelta(minutes=1),
+        last_timestamp=ahead,
+        layout=layout.fingerprint,
+        token="process",
+    )
+    with pytest.raises(SnowflakeError, match="live process"):
+        claim_database_slot(WorkerNode, "default", layout, connection.vendor)
+    WorkerNode.objects.filter(pk=process.pk).update(lease_expires_at=now - timedelta(seconds=1))
+    claim_database_slot(WorkerNode, "default", layout, connection.vendor)
+    assert WorkerNode.objects.get(pk=process.pk).host_name == DATABASE_HOST
+    # The function's clock starts above the previous holder's time, ahead of the wall clock
+    # (as after a server clock stepped back), and keeps counting from there.
+    ids = database_ids(20)
+    assert ids == sorted(set(ids))
+    assert django_snowflake.decode(ids[0]).timestamp > now + timedelta(seconds=19)
+
+
+@SERVER
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_sessions_never_share_an_id() -> None:
+    results: list[list[int]] = []
+
+    def session() -> None:
+        try:
+            results.append(database_ids(400))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=session) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 4
+    for ids in results:
+        assert ids == sorted(ids)  # each session's IDs increase
+    every = [value for ids in results for value in ids]
+    assert len(set(every)) == len(every) == 1600
+
+
+@SERVER
+@pytest.mark.django_db(transaction=True)
+def test_ids_never_fall_behind_the_wall_clock() -> None:
+    # After an idle gap the logical clock catches up: an ID's time is at least the time of
+    # the call (it may be ahead, after a clock step back or a burst).
+    for _ in range(3):
+        before = datetime.now(UTC).replace(microsecond=0)
+        (value,) = database_ids(1)
+        assert django_snowflake.decode(value).timestamp >= before
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite only")
+@pytest.mark.django_db(transaction=True)
+def test_sqlite_connections_outside_django_refuse_clearly() -> None:
+    from tests.testapp.models import Writer
+
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT django_snowflake_id()")
+        (value,) = cursor.fetchone()
+    assert django_snowflake.decode(value).timestamp.year >= 2025
+    other = sqlite3.connect(connection.settings_dict["NAME"])
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="django_snowflake_id"):
+            other.execute(f"INSERT INTO {Writer._meta.db_table} (name, greeting) VALUES ('', '')")
+    finally:
+        other.close()
