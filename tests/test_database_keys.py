@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -169,3 +174,31 @@ def test_sqlite_connections_outside_django_refuse_clearly() -> None:
             other.execute(f"INSERT INTO {Writer._meta.db_table} (name, greeting) VALUES ('', '')")
     finally:
         other.close()
+
+
+def test_contrib_auth_many_to_many_rows_get_keys_under_the_switch() -> None:
+    # Run in a fresh interpreter: DEFAULT_AUTO_FIELD cannot change once the apps are loaded.
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.switch_project",
+        "SNOWFLAKE_TEST_RUN": f"switch{os.getpid()}",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.switch_project"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report == {
+        "vendor": connection.vendor,
+        "admin_status": 302,  # the user change form saved
+        "bob": [["editors"], True, True],
+        "carol": [["editors"], ["change_user"]],
+        "rows": [2, 2, 1],
+        "keys_are_snowflakes": True,
+    }
