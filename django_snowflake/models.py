@@ -45,6 +45,17 @@ class WorkerNode(models.Model):
     clock_sequence = models.IntegerField(_("clock sequence"), default=0)
     layout = models.CharField(_("layout fingerprint"), max_length=100)
     token = models.CharField(_("owner token"), max_length=32)
+    incarnation = models.CharField(
+        _("database incarnation"),
+        max_length=100,
+        blank=True,
+        default="",
+        help_text=_(
+            "The database server and history that last wrote the row: a failover or a restore "
+            'changes it (docs: "High-availability databases").'
+        ),
+    )
+    incarnation_since = models.DateTimeField(_("incarnation first seen"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("worker node")

@@ -7,21 +7,25 @@ stops the replica's threads and turns ``read_only`` off.
 ``python -m tests.ha_servers --out F --stop S`` is a process of those tests: it generates IDs
 on the database of its environment until ``S`` exists, appending each to ``F`` as it is
 issued, and reports on stdout ``first <ms>`` (the clock when its first ID was issued),
-``stopped`` / ``resumed`` around ``WorkerLeaseLost``, and ``done``.
+``stopped`` / ``resumed`` around ``WorkerLeaseLost``, and ``done``. With ``--start S`` it
+reports ``ready`` once set up and issues its first ID when ``S`` exists.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from array import array
 from pathlib import Path
 
-from .private_server import PrivateServer
+from .private_server import PrivateServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,6 +37,7 @@ class Pair:
         self.vendor = vendor
         self.primary = PrivateServer(vendor)
         self.standby = PrivateServer(vendor, initialize=vendor == "mariadb")
+        self.router: Router | None = None
         try:
             self._start()
         except BaseException:
@@ -50,6 +55,7 @@ class Pair:
             self.standby.start()
             return
         common = ["--log-bin=binlog", "--binlog-format=ROW", "--log-slave-updates"]
+        common.append("--log-bin-trust-function-creators=1")  # migrations may add functions
         self.primary.start("--server-id=1", *common)
         self.standby.start("--server-id=2", "--read-only=ON", *common)
         self.sql(
@@ -106,6 +112,17 @@ class Pair:
             )
         else:
             self.sql(self.standby, "STOP SLAVE; SET GLOBAL read_only = OFF")
+        if self.router is not None:
+            self.router.switch(self.standby.port)
+
+    def routes(self) -> list[PrivateServer | Router]:
+        """Where a process that follows the primary connects: both servers on PostgreSQL
+        (libpq picks the writable one), a router that ``promote()`` switches on MariaDB."""
+        if self.vendor == "postgresql":
+            return [self.primary, self.standby]
+        if self.router is None:
+            self.router = Router(self.primary.port)
+        return [self.router]
 
     def switch_over(self) -> None:
         """A planned switchover: the primary stops cleanly after the standby has all of it."""
@@ -121,7 +138,7 @@ class Pair:
             self.primary.kill()
         self.promote()
 
-    def env(self, *servers: PrivateServer, database: str) -> dict[str, str]:
+    def env(self, *servers: PrivateServer | Router, database: str) -> dict[str, str]:
         """The environment of a test process on ``servers`` (the first writable one)."""
         env = {
             "SNOWFLAKE_TEST_DB": self.vendor,
@@ -137,14 +154,73 @@ class Pair:
         return env
 
     def close(self) -> None:
+        if self.router is not None:
+            self.router.close()
         self.standby.close()
         self.primary.close()
 
 
+class Router:
+    """A TCP forwarder on a loopback port to the current primary, as MaxScale or a virtual IP
+    would be: ``switch()`` drops every connection and sends new ones to another server."""
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.port = free_port()
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target), timeout=2)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+    def switch(self, target: int) -> None:
+        with self._lock:
+            self.target = target
+            for end in self._open:
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+            self._open.clear()
+
+    def close(self) -> None:
+        self._listener.close()
+        self.switch(self.target)
+
+
 def start_process(
-    env: dict[str, str], out: Path, stop: Path, snowflake: dict[str, object]
+    env: dict[str, str],
+    out: Path,
+    stop: Path,
+    snowflake: dict[str, object],
+    start: Path | None = None,
 ) -> subprocess.Popen[str]:
-    """Start ``python -m tests.ha_servers`` on the database of ``env``."""
+    """Start ``python -m tests.ha_servers`` on the database of ``env``; it issues its first
+    ID once ``start`` exists."""
     env = {
         **os.environ,
         **env,
@@ -152,6 +228,8 @@ def start_process(
         "SNOWFLAKE_TEST_SETTINGS": json.dumps(snowflake),
     }
     command = [sys.executable, "-m", "tests.ha_servers", "--out", str(out), "--stop", str(stop)]
+    if start is not None:
+        command += ["--start", str(start)]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
 
 
@@ -169,6 +247,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
     parser.add_argument("--stop", required=True)
+    parser.add_argument("--start", help="wait for this file before the first ID")
     args = parser.parse_args()
 
     import django
@@ -178,6 +257,9 @@ def main() -> None:
     from django_snowflake.exceptions import WorkerLeaseLost
 
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    report("ready")
+    while args.start and not Path(args.start).exists():
+        time.sleep(0.002)
     issuing: bool | None = None
     while not Path(args.stop).exists():
         try:

@@ -20,6 +20,7 @@ import concurrent.futures
 import contextlib
 import functools
 import logging
+import math
 import os
 import random
 import socket
@@ -32,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, IntegrityError, OperationalError, connections
-from django.db.models import F
+from django.db.models import Case, F, Min, When
 from django.db.models.functions import Greatest, Now
 from django.db.models.sql import Query
 from django.utils import timezone
@@ -87,10 +88,91 @@ def node_type() -> str:
     return "container" if in_container else "actual"
 
 
+def database_incarnation(alias: str) -> str:
+    """The incarnation of the database ``alias``: which server and which history of its data.
+
+    A failover to a standby or a point-in-time restore changes it, so a claim can tell that
+    the ``WorkerNode`` rows it reads may have lost writes. PostgreSQL: the system identifier
+    and the current timeline (``"7711368944615135348/2"``); MariaDB: the server ID, host name
+    and port; MySQL: the server ID and ``server_uuid``; SQLite, or a server that does not
+    say: ``""``.
+    """
+    return _incarnation(alias)[0]
+
+
+def _incarnation(alias: str) -> tuple[str, bool]:
+    """The incarnation, and whether the database was never a standby nor restored.
+
+    ``True`` means a claim may trust an empty table: PostgreSQL on timeline 1 (a promotion or
+    a point-in-time restore starts a new one), a MariaDB that never replicated from another
+    server, a MySQL that holds no transaction of another server.
+    """
+    connection = connections[alias]
+    try:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # The timeline of pg_control_checkpoint() lags a promotion until the next
+                # checkpoint; the name of the WAL file being written starts with the current one.
+                cursor.execute(
+                    "SELECT system_identifier, pg_walfile_name(pg_current_wal_lsn()) "
+                    "FROM pg_control_system()"
+                )
+                system, walfile = cursor.fetchone()
+                timeline = int(walfile[:8], 16)
+                return f"{system}/{timeline}", timeline == 1
+            if connection.vendor == "mysql" and connection.display_name == "MariaDB":
+                cursor.execute("SELECT @@server_id, @@hostname, @@port, @@gtid_slave_pos")
+                server_id, host, port, replicated = cursor.fetchone()
+                return f"{server_id}@{host}:{port}", not replicated
+            if connection.vendor == "mysql":
+                cursor.execute("SELECT @@server_id, @@server_uuid, @@gtid_executed")
+                server_id, server_uuid, executed = cursor.fetchone()
+                sources = {part.split(":")[0].strip() for part in executed.split(",") if part}
+                return f"{server_id}/{server_uuid}", sources <= {server_uuid}
+    except DatabaseError:
+        # A managed service may hide these (Aurora has no WAL functions): no incarnation,
+        # as on SQLite; the docs say what that leaves uncovered.
+        logger.debug("The incarnation of database %r is unknown", alias, exc_info=True)
+    return "", True
+
+
+def asynchronous_standbys(alias: str) -> int | None:
+    """How many standbys replicate the database ``alias`` asynchronously; ``None`` when it
+    cannot tell (SQLite, no privilege to see them)."""
+    connection = connections[alias]
+    try:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # Without pg_read_all_stats the columns other than the pid read NULL.
+                cursor.execute("SELECT sync_state FROM pg_stat_replication")
+                states = [state for (state,) in cursor.fetchall()]
+                if None in states:
+                    return None
+                return sum(state in ("async", "potential") for state in states)
+            if connection.vendor == "mysql":
+                mariadb = connection.display_name == "MariaDB"
+                cursor.execute("SHOW SLAVE HOSTS" if mariadb else "SHOW REPLICAS")
+                replicas = len(cursor.fetchall())
+                cursor.execute("SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%'")
+                semi_sync = any(
+                    name in ("rpl_semi_sync_master_enabled", "rpl_semi_sync_source_enabled")
+                    and value == "ON"
+                    for name, value in cursor.fetchall()
+                )
+                return 0 if semi_sync else replicas
+    except DatabaseError:
+        return None
+    return None
+
+
 class DatabaseAllocator(BaseAllocator):
     """Leases worker slots from the ``WorkerNode`` table of ``SNOWFLAKE["DATABASE"]``."""
 
     name = "database"
+
+    #: The lease a claim took after a failover, and the unit it may not issue at or below
+    #: before the lease of any holder whose writes the database lost has run out.
+    _failover_hold: tuple[Lease, int, str] | None = None
 
     def __init__(self, layout: BitLayout, settings: Mapping[str, Any]) -> None:
         super().__init__(layout, settings)
@@ -245,11 +327,17 @@ class DatabaseAllocator(BaseAllocator):
         renewed = Lease(
             lease.worker_id,
             datacenter_id=lease.datacenter_id,
+            floor=lease.floor,
             limit=limit,
             clock_sequence=generator.clock_sequence,
         )
         with self._state:
             self._lease = renewed
+        held = self._failover_hold
+        if held is not None and held[0] is lease:
+            # Claimed after a failover: the slot stays ours, the IDs wait for the floor.
+            self._failover_hold = (renewed, held[1], held[2])
+            self._wait_for_failover(generator)
         return renewed
 
     def _renew(self, generator: SnowflakeGenerator, lease: Lease) -> int | None:
@@ -259,6 +347,10 @@ class DatabaseAllocator(BaseAllocator):
         if pk is None:
             return None
         limit, high_water = self._reservation(generator)
+        # After a failover our row may be older than our last renewal, but if it still
+        # carries our token nobody else has claimed the slot since: we keep it, and record
+        # when we first saw the new incarnation.
+        incarnation = database_incarnation(self.alias)
         updated = (
             self._node()
             .objects.using(self.alias)
@@ -267,6 +359,15 @@ class DatabaseAllocator(BaseAllocator):
                 heartbeat_at=Now(),
                 lease_expires_at=self._lease_expiry(),
                 last_timestamp=Greatest(F("last_timestamp"), high_water),
+                incarnation=incarnation,
+                incarnation_since=Case(
+                    When(
+                        incarnation=incarnation,
+                        incarnation_since__isnull=False,
+                        then=F("incarnation_since"),
+                    ),
+                    default=Now(),
+                ),
             )
         )
         if not updated:
@@ -325,6 +426,8 @@ class DatabaseAllocator(BaseAllocator):
             "lease_expires_at": self._lease_expiry(),
             "token": token,
         }
+        incarnation, since, resume_floor = self._incarnation_floor()
+        holder.update(incarnation=incarnation, incarnation_since=since)
         expired = nodes.filter(
             datacenter_id=self.datacenter_id, lease_expires_at__lt=Now()
         ).order_by("worker_id")
@@ -354,7 +457,9 @@ class DatabaseAllocator(BaseAllocator):
                     last_timestamp=high_water,
                     layout=self.layout.fingerprint,
                 )
-                return self._hold(row, token, limit, floor=-1)
+                return self._hold_after_failover(
+                    generator, self._hold(row, token, limit, floor=resume_floor), resume_floor
+                )
             candidate = expired.first()
             if candidate is None:
                 raise self._no_worker_available()
@@ -374,7 +479,74 @@ class DatabaseAllocator(BaseAllocator):
         )
         if not won:
             return None
-        return self._hold(candidate, token, limit, floor=candidate.last_timestamp)
+        floor = max(candidate.last_timestamp, resume_floor)
+        return self._hold_after_failover(
+            generator, self._hold(candidate, token, limit, floor=floor), resume_floor
+        )
+
+    def _incarnation_floor(self) -> tuple[str, datetime | None, int]:
+        """The database's incarnation, when it was first seen, and the time unit at or below
+        which a claim may not issue because of a failover (-1: none).
+
+        A failover or a restore may have lost the writes of a holder, so no row tells whether
+        a slot is free, and an empty table may have lost every row. That holder stops by its
+        own lease end, at most ``LEASE_SECONDS`` after its last renewal, which the old
+        incarnation took before the new one was first seen. IDs carry absolute times, so a
+        claim may issue above ``first seen + LEASE_SECONDS`` whatever the clocks; the holder's
+        own limit is a margin earlier still (its clock is within the margin of the
+        database's, see _measure_offset), and the margin is added again here for drift.
+        "First seen" is the earliest among rows already carrying the incarnation, else now:
+        two claims racing to be first both take their own time, which can only wait longer.
+        """
+        incarnation, original = _incarnation(self.alias)
+        if not incarnation:
+            return "", None, -1
+        nodes = self._node().objects.using(self.alias)
+        since = nodes.filter(incarnation=incarnation).aggregate(first=Min("incarnation_since"))[
+            "first"
+        ]
+        if since is None:
+            since = database_now(self.alias)
+        # A database that was never a standby nor restored lost no write, unless its rows
+        # came from another server (a dump restored into a new one).
+        if original and not nodes.exclude(incarnation__in=(incarnation, "")).exists():
+            return incarnation, since, -1
+        ready_ms = since.timestamp() * 1000 + self.lease_seconds * 1000 + self.margin_ms
+        return incarnation, since, self.layout.to_units(math.ceil(ready_ms))
+
+    def _hold_after_failover(
+        self, generator: SnowflakeGenerator, lease: Lease, resume_floor: int
+    ) -> Lease:
+        """``lease``, unless a failover keeps it from issuing yet (then raise, keeping it)."""
+        if resume_floor < 0:
+            return lease
+        self._failover_hold = (lease, resume_floor, database_incarnation(self.alias))
+        self._wait_for_failover(generator)
+        return lease
+
+    def _wait_for_failover(self, generator: SnowflakeGenerator) -> None:
+        """Raise ``WorkerLeaseLost`` while the slot claimed after a failover may not issue.
+
+        A generator given a floor far ahead of its clock would raise ClockMovedBackwards or
+        sleep for up to a whole lease inside ``generate()``; a clear error at once, saying
+        when IDs resume, lets the caller decide (retry, fail the request, wait).
+        """
+        held = self._failover_hold
+        if held is None:
+            return
+        lease, floor, incarnation = held
+        now = generator.now()
+        if self.layout.to_units(now) > floor:
+            self._failover_hold = None
+            return
+        resume_ms = self.layout.unit_start_ms(floor + 1)
+        raise WorkerLeaseLost(
+            f"The database {self.alias!r} failed over or was restored (it is now incarnation "
+            f"{incarnation!r}): a process whose lease writes it lost may still issue IDs "
+            f"until {ms_to_datetime(resume_ms).isoformat()}. This process holds worker slot "
+            f"{lease.worker_id} and issues IDs from then on, in {(resume_ms - now) / 1000:.1f} "
+            "s; retry then. No ID was issued."
+        )
 
     def _lock_hint(self, error: OperationalError) -> str:
         if connections[self.alias].vendor != "sqlite" or "locked" not in str(error):

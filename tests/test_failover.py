@@ -1,0 +1,231 @@
+"""Failover of the WorkerNode database: a standby that misses lease writes is promoted.
+
+Each test runs a real primary and asynchronous standby (``tests/ha_servers.py``) and real
+processes generating IDs through it, and checks that no ID is ever issued twice, that
+holders whose rows survived keep their slots, and how long new claims wait after the
+failover. PostgreSQL under ``SNOWFLAKE_TEST_DB=postgresql``, MariaDB under ``mariadb``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from django_snowflake.layout import BitLayout
+
+from .ha_servers import Pair, migrate, start_process
+from .test_worker_lease import read_ids
+
+VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+LAYOUT = BitLayout.preset("twitter")
+
+pytestmark = [
+    pytest.mark.failover,
+    pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no standby to fail over to"),
+]
+
+
+class Worker:
+    """A ``tests.ha_servers`` process and the lines it reported."""
+
+    def __init__(
+        self,
+        pair: Pair,
+        tmp_path: Path,
+        name: str,
+        servers: list[object],
+        lease: int,
+        start: Path | None = None,
+    ) -> None:
+        self.out = tmp_path / f"{name}.ids"
+        self.stop = tmp_path / f"{name}.stop"
+        env = pair.env(*servers, database="failover")  # type: ignore[arg-type]
+        self.process = start_process(env, self.out, self.stop, {"LEASE_SECONDS": lease}, start)
+        self.lines: queue.Queue[list[str]] = queue.Queue()
+        self.seen: list[list[str]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.split())
+
+    def wait(self, *prefixes: str, timeout: float = 40) -> list[str]:
+        """The words of the next line starting with one of ``prefixes``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                words = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(f"no {prefixes} line in {timeout} s: {self.seen}") from None
+            self.seen.append(words)
+            if words[0] in prefixes:
+                return words
+
+    def finish(self) -> list[int]:
+        self.stop.touch()
+        self.process.wait(timeout=30)
+        return read_ids(self.out) if self.out.exists() else []
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def pair() -> Iterator[Pair]:
+    servers = Pair(VENDOR)
+    try:
+        servers.primary.create_database("failover")
+        migrate(servers.env(servers.primary, database="failover"))
+        servers.catch_up()
+        yield servers
+    finally:
+        servers.close()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.kill()
+
+
+def after_failover(pair: Pair) -> list[object]:
+    """The servers a process started after the failover connects to: both on PostgreSQL
+    (libpq picks the writable one), the promoted one on MariaDB."""
+    if VENDOR == "postgresql":
+        return [pair.primary, pair.standby]
+    return [pair.standby]
+
+
+def worker_ids(ids: list[int]) -> set[int]:
+    return {LAYOUT.decompose(value).worker_id for value in ids}
+
+
+def run_holders(pair: Pair, workers: list[Worker], tmp_path: Path, lease: int) -> list[Worker]:
+    """Three processes that follow the primary, each issuing from its own slot."""
+    holders = [Worker(pair, tmp_path, f"h{n}", pair.routes(), lease) for n in range(3)]  # type: ignore[arg-type]
+    workers.extend(holders)
+    for holder in holders:
+        holder.wait("first")
+    return holders
+
+
+def unit_ms(value: int) -> float:
+    return LAYOUT.decompose(value).timestamp.timestamp() * 1000
+
+
+def assert_unique(*id_lists: list[int]) -> int:
+    everything = [value for ids in id_lists for value in ids]
+    duplicates = len(everything) - len(set(everything))
+    assert duplicates == 0, f"{duplicates} duplicate IDs among {len(everything)}"
+    return len(everything)
+
+
+def test_a_claim_the_standby_never_saw(
+    pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A claims slot 0 on the primary; the standby misses it and is promoted; B starts on the
+    new primary and must not issue what A may still issue."""
+    lease = 8
+    pair.detach()
+    a = Worker(pair, tmp_path, "a", [pair.primary], lease)
+    workers.append(a)
+    a.wait("first")
+    time.sleep(0.5)
+    pair.primary.kill()
+    failed_over = time.time() * 1000
+    pair.promote()
+    b = Worker(pair, tmp_path, "b", after_failover(pair), lease)
+    workers.append(b)
+    first = b.wait("first", "resumed", timeout=lease * 3)
+    a.wait("stopped", timeout=lease * 2)
+    time.sleep(0.5)
+    a_ids, b_ids = a.finish(), b.finish()
+    checked = assert_unique(a_ids, b_ids)
+    waited = (int(first[1]) - failed_over) / 1000
+    with capsys.disabled():
+        print(f"\n{VENDOR} lost claim: {checked} IDs, 0 duplicates, B waited {waited:.2f} s")
+    # A's IDs end before its lease would have; B's begin after it.
+    assert max(map(unit_ms, a_ids)) < min(map(unit_ms, b_ids))
+    assert waited < lease * 1.25 + 5
+
+
+def test_b_promotion_while_holders_renew(
+    pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Holders renew every second; the standby stops receiving for longer than a lease, so
+    its rows show their leases expired; the primary dies mid-renewal and the standby is
+    promoted. The holders reconnect and keep their slots; new processes claim at once and
+    must issue nothing a holder may still issue."""
+    lease = 3
+    holders = run_holders(pair, workers, tmp_path, lease)
+    pair.catch_up()
+    pair.detach()
+    # Set up before the failover, so they claim before the holders' next renewal.
+    go = tmp_path / "go"
+    newcomers = [
+        Worker(pair, tmp_path, f"c{n}", pair.routes(), lease, start=go)  # type: ignore[arg-type]
+        for n in range(2)
+    ]
+    workers.extend(newcomers)
+    for worker in newcomers:
+        worker.wait("ready")
+    time.sleep(lease + 1.3)
+    pair.primary.kill()
+    failed_over = time.time() * 1000
+    pair.promote()
+    go.touch()
+    firsts = [int(worker.wait("first", "resumed")[1]) for worker in newcomers]
+    time.sleep(lease)
+    id_lists = [worker.finish() for worker in holders + newcomers]
+    checked = assert_unique(*id_lists)
+    waited = (max(firsts) - failed_over) / 1000
+    with capsys.disabled():
+        print(f"\n{VENDOR} mid-renewal: {checked} IDs, 0 duplicates, new claims waited "
+              f"{waited:.2f} s")  # fmt: skip
+    assert waited < lease * 1.25 + 5
+
+
+def test_c_planned_switchover(
+    pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A switchover loses no write: holders keep their slots through it and record the new
+    incarnation; a process started after it issues nothing twice."""
+    lease = 3
+    holders = run_holders(pair, workers, tmp_path, lease)
+    before = [worker_ids(read_ids(holder.out)) for holder in holders]
+    pair.catch_up()
+    switched = time.time() * 1000
+    pair.switch_over()
+    newcomer = Worker(pair, tmp_path, "c", pair.routes(), lease)  # type: ignore[arg-type]
+    workers.append(newcomer)
+    first = int(newcomer.wait("first", "resumed")[1])
+    time.sleep(lease)
+    id_lists = [worker.finish() for worker in [*holders, newcomer]]
+    checked = assert_unique(*id_lists)
+    for holder, slots, ids in zip(holders, before, id_lists[:-1], strict=True):
+        assert worker_ids(ids) == slots, f"{holder.seen}"
+        assert max(map(unit_ms, ids)) > switched + 1000, "the holder stopped at the switchover"
+    held = pair.sql(
+        pair.standby,
+        "SELECT DISTINCT incarnation FROM django_snowflake_workernode",
+        database="failover",
+    )
+    incarnation = {
+        "postgresql": "SELECT system_identifier || '/2' FROM pg_control_system()",
+        "mariadb": "SELECT CONCAT(@@server_id, '@', @@hostname, ':', @@port)",
+    }[VENDOR]
+    assert held == pair.sql(pair.standby, incarnation)
+    with capsys.disabled():
+        print(f"\n{VENDOR} switchover: {checked} IDs, 0 duplicates, the new claim waited "
+              f"{(first - switched) / 1000:.2f} s")  # fmt: skip
