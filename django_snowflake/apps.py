@@ -36,12 +36,13 @@ class SnowflakeConfig(AppConfig):
 
     def ready(self) -> None:
         from . import runtime
-        from .checks import check_settings, check_worker_table, settings_errors
+        from .checks import check_settings, check_standbys, check_worker_table, settings_errors
         from .conf import get_settings
         from .converters import SnowflakeConverter
 
         checks.register(check_settings)
         checks.register(check_worker_table, checks.Tags.database)
+        checks.register(check_standbys, checks.Tags.database)
         # ready() runs again when a test changes INSTALLED_APPS; Django 6 refuses to
         # register a converter twice.
         if "snowflake" not in get_converters():

@@ -357,3 +357,35 @@ def check_worker_table(
 def settings_errors() -> list[str]:
     """The IDs of the errors that keep the settings from building a generator."""
     return [message.id or "" for message in check_settings() if message.is_serious()]
+
+
+def check_standbys(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W030: the worker table's database streams to asynchronous standbys."""
+    values = conf.get_settings()
+    if (
+        databases is None
+        or values["DATABASE"] not in databases
+        or values["WORKER_ALLOCATOR"] != "database"
+        or settings_errors()
+    ):
+        return []
+    from .allocators.database import asynchronous_standbys
+
+    alias = values["DATABASE"]
+    count = asynchronous_standbys(alias)
+    if not count:  # none, or the database does not let us see them
+        return []
+    return [
+        _warning(
+            "W030",
+            f"The database {alias!r}, which holds the worker table, replicates to {count} "
+            "asynchronous standby(s): a failover to one may lose the last lease writes.",
+            "No ID repeats: after a failover, claims wait LEASE_SECONDS and a quarter before "
+            'they issue IDs (docs: "High-availability databases"). To lose no write and skip '
+            "that wait, replicate synchronously (synchronous_standby_names, semi-synchronous "
+            "replication) at the cost of a round trip per commit; else silence "
+            "django_snowflake.W030 in SILENCED_SYSTEM_CHECKS.",
+        )
+    ]

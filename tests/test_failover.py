@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import queue
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,7 +21,7 @@ import pytest
 
 from django_snowflake.layout import BitLayout
 
-from .ha_servers import Pair, migrate, start_process
+from .ha_servers import ROOT, Pair, migrate, start_process
 from .test_worker_lease import read_ids
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
@@ -229,3 +231,18 @@ def test_c_planned_switchover(
     with capsys.disabled():
         print(f"\n{VENDOR} switchover: {checked} IDs, 0 duplicates, the new claim waited "
               f"{(first - switched) / 1000:.2f} s")  # fmt: skip
+
+
+def test_W030_asynchronous_standby(pair: Pair) -> None:
+    """The check warns on the primary, which streams to an asynchronous standby."""
+    env = {
+        **os.environ,
+        **pair.env(pair.primary, database="failover"),
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "SNOWFLAKE_TEST_SETTINGS": "{}",
+    }
+    if VENDOR == "mariadb":
+        pair.sql(pair.primary, "SELECT 1")  # the replica registers when it connects
+    command = [sys.executable, "-m", "django", "check", "--database", "default"]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert "django_snowflake.W030" in done.stderr + done.stdout, done.stderr

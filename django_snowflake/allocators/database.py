@@ -303,6 +303,10 @@ class DatabaseAllocator(BaseAllocator):
                 if self.claim_seconds is None
                 else round(self.claim_seconds * 1000, 2),
                 clock_offset_ms=self.clock_offset_ms,
+                incarnation=node.incarnation,
+                incarnation_since=None
+                if node.incarnation_since is None
+                else node.incarnation_since.isoformat(),
             )
         return facts
 
