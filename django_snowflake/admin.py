@@ -7,14 +7,21 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
+from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Model, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import formats, timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from django.utils.timesince import timesince
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from . import decode, min_id_for
+from .conf import get_layout
+from .layout import BitLayout, ms_to_datetime
 from .models import WorkerNode
 
 if TYPE_CHECKING:
@@ -61,9 +68,10 @@ class SnowflakeAdminMixin:
     snowflake_clock_sequence = _part("clock_sequence", _("clock sequence"))
 
     @admin.display(description=_("created"), ordering="pk")
-    def snowflake_created(self, obj: Model) -> str:
-        """The time in the key, in the current time zone and the active locale's format."""
-        return formats.localize(timezone.localtime(decode(obj.pk).timestamp))
+    def snowflake_created(self, obj: Model) -> SafeString:
+        """The time in the key to the second, in the current time zone and the active locale's
+        date format; the exact time, to the millisecond, on hover."""
+        return time_with_milliseconds(decode(obj.pk).timestamp)
 
     def get_list_display(self, request: HttpRequest) -> Sequence[Any]:
         columns = list(super().get_list_display(request))  # type: ignore[misc]
@@ -91,6 +99,17 @@ class SnowflakeAdminMixin:
         if obj is not None:
             fieldsets.append((_("Snowflake ID"), {"fields": [CREATED, *BREAKDOWN]}))
         return fieldsets
+
+
+def time_with_milliseconds(dt: datetime) -> SafeString:
+    """``dt`` in the current time zone, to the second, in the active locale's date format,
+    inside a ``<span>`` whose ``title`` (shown on hover) is the ISO-8601 time to the
+    millisecond with its UTC offset."""
+    local = timezone.localtime(dt)
+    shown = f"{formats.date_format(local, 'DATE_FORMAT')} {formats.time_format(local, 'H:i:s')}"
+    return format_html(
+        '<span title="{}">{}</span>', local.isoformat(timespec="milliseconds"), shown
+    )
 
 
 class SnowflakeCreatedFilter(admin.SimpleListFilter):
@@ -133,7 +152,7 @@ def _local_midnight(dt: datetime) -> datetime:
     return timezone.make_aware(datetime.combine(dt.date(), datetime.min.time()))
 
 
-LEASE_STATES = {"active": _("active"), "expired": _("expired"), "released": _("released")}
+LEASE_STATES = {"active": _("Active"), "expired": _("Expired"), "released": _("Released")}
 
 
 class LeaseStateFilter(admin.SimpleListFilter):
@@ -154,12 +173,29 @@ class LeaseStateFilter(admin.SimpleListFilter):
         return queryset.filter(conditions[value]) if value in conditions else None
 
 
+def _has_field(name: str) -> bool:
+    try:
+        WorkerNode._meta.get_field(name)
+    except FieldDoesNotExist:
+        return False
+    return True
+
+
+def _row_layout(node: WorkerNode) -> BitLayout:
+    """The layout the row was written under; the configured one if its fingerprint is odd."""
+    try:
+        return BitLayout.from_fingerprint(node.layout)
+    except ValueError:
+        return get_layout()
+
+
 @admin.register(WorkerNode)
 class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     """The worker slots, read-only: the package writes them, people only look.
 
-    A row may be deleted only once its lease expired or was released, and the confirmation
-    page says why even that deserves care.
+    A row may be deleted only once its lease expired or was released; for an active row the
+    delete page says why not and links back, and the confirmation page of the others says
+    why even that deserves care.
     """
 
     list_display = [
@@ -173,7 +209,46 @@ class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     ]
     list_filter = [LeaseStateFilter, "label", "host_name"]
     search_fields = ["host_name", "label"]
+    # One sort key: Meta.ordering's two would put sort-priority numbers on two columns.
+    ordering = ["worker_id"]
     actions = None  # no bulk delete: each row's lease is judged on its own
+
+    def get_list_display(self, request: HttpRequest) -> list[Any]:
+        columns = list(super().get_list_display(request))
+        if not get_layout().datacenter_bits:
+            # Every row says 0: the column would only take width from the others.
+            columns.remove("datacenter_id")
+        return columns
+
+    def get_fieldsets(self, request: HttpRequest, obj: WorkerNode | None = None) -> list[Any]:
+        database = [name for name in ("incarnation", "incarnation_since") if _has_field(name)]
+        return [
+            (
+                _("Slot"),
+                {
+                    "fields": [
+                        "worker_id",
+                        "datacenter_id",
+                        "lease",
+                        "label",
+                        "host_name",
+                        "process_id",
+                        "node_type",
+                    ]
+                },
+            ),
+            (
+                _("Lease"),
+                {"fields": ["launched_at", "heartbeat_at", "lease_expires_at", "released_at"]},
+            ),
+            (
+                _("Time and layout"),
+                {"fields": ["high_water", "clock_sequence", "layout_in_words", *database]},
+            ),
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: WorkerNode | None = None) -> list[str]:
+        return ["lease", "high_water", "layout_in_words"]
 
     @admin.display(description=_("lease"))
     def lease(self, obj: WorkerNode) -> str:
@@ -186,8 +261,57 @@ class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         if seconds < 60:
             age = ngettext("%(count)d second", "%(count)d seconds", seconds) % {"count": seconds}
         else:
-            age = timesince(obj.heartbeat_at, now)
-        return str(_("%(age)s ago") % {"age": age})
+            age = timesince(obj.heartbeat_at, now, depth=1)
+        return gettext("%(age)s ago") % {"age": age}
+
+    @admin.display(description=_("high-water time"))
+    def high_water(self, obj: WorkerNode) -> SafeString | str:
+        """``last_timestamp`` decoded with the row's layout: the end of the time the slot's
+        holders have issued IDs up to (or reserved)."""
+        if obj.last_timestamp < 0:
+            return gettext("none yet")
+        layout = _row_layout(obj)
+        try:
+            moment = ms_to_datetime(layout.unit_start_ms(obj.last_timestamp))
+        except OverflowError:
+            return str(obj.last_timestamp)
+        return time_with_milliseconds(moment)
+
+    @admin.display(description=_("layout"))
+    def layout_in_words(self, obj: WorkerNode) -> SafeString:
+        """The fingerprint decoded: bits of each field, the time unit and the epoch."""
+        try:
+            layout = BitLayout.from_fingerprint(obj.layout)
+        except ValueError:
+            return format_html("<code>{}</code>", obj.layout)
+        parts = [
+            (_("time"), layout.time_bits),
+            (_("datacenter"), layout.datacenter_bits),
+            (_("clock sequence"), layout.clock_sequence_bits),
+            (_("worker"), layout.worker_bits),
+            (_("sequence"), layout.sequence_bits),
+        ]
+        bits = format_html_join(
+            ", ",
+            "{}",
+            (
+                (
+                    ngettext("%(bits)d bit of %(field)s", "%(bits)d bits of %(field)s", n)
+                    % {"bits": n, "field": name},
+                )
+                for name, n in parts
+                if n
+            ),
+        )
+        units = ngettext(
+            "time in units of %(unit)d millisecond since %(epoch)s",
+            "time in units of %(unit)d milliseconds since %(epoch)s",
+            layout.time_unit_ms,
+        ) % {
+            "unit": layout.time_unit_ms,
+            "epoch": formats.localize(timezone.localtime(layout.epoch_datetime)),
+        }
+        return format_html("{}<br>{}<br><code>{}</code>", bits, units, obj.layout)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -203,6 +327,13 @@ class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def delete_view(
         self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
     ) -> HttpResponse:
+        obj = self.get_object(request, object_id)
+        if (
+            obj is not None
+            and obj.lease_state(timezone.now()) == "active"
+            and super().has_delete_permission(request, obj)
+        ):
+            return self.refuse_delete(request, obj)
         extra_context = {
             "snowflake_delete_warning": _(
                 "This row remembers the highest time its worker ID has issued IDs up to. "
@@ -214,3 +345,32 @@ class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             **(extra_context or {}),
         }
         return super().delete_view(request, object_id, extra_context)
+
+    def refuse_delete(self, request: HttpRequest, obj: WorkerNode) -> HttpResponse:
+        """A page (status 403) saying why an active slot cannot be deleted, linking back."""
+        opts = self.model._meta
+        context = {
+            **self.admin_site.each_context(request),
+            "title": gettext("Cannot delete %(object)s") % {"object": obj},
+            "subtitle": None,
+            "object": obj,
+            "opts": opts,
+            "app_label": opts.app_label,
+            "lease_expires_at": obj.lease_expires_at,
+            "change_url": reverse(
+                f"admin:{opts.app_label}_{opts.model_name}_change",
+                args=[obj.pk],
+                current_app=self.admin_site.name,
+            ),
+            "changelist_url": reverse(
+                f"admin:{opts.app_label}_{opts.model_name}_changelist",
+                current_app=self.admin_site.name,
+            ),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(
+            request,
+            "admin/django_snowflake/workernode/delete_refused.html",
+            context,
+            status=403,
+        )

@@ -218,6 +218,25 @@ class BitLayout:
         bits = "-".join(str(getattr(self, name)) for name in BIT_FIELDS)
         return f"v1/{bits}/{self.time_unit_ms}ms/{self.epoch_ms}"
 
+    @classmethod
+    def from_fingerprint(cls, fingerprint: str) -> BitLayout:
+        """The layout a :attr:`fingerprint` was made from (as stored in ``WorkerNode.layout``).
+
+        Raises ``ValueError`` when ``fingerprint`` is not one this version writes.
+        """
+        try:
+            version, bits, unit, epoch = fingerprint.split("/")
+            values = [int(part) for part in bits.split("-")]
+            if version != "v1" or len(values) != len(BIT_FIELDS) or not unit.endswith("ms"):
+                raise ValueError
+            return cls(
+                **dict(zip(BIT_FIELDS, values, strict=True)),
+                time_unit_ms=int(unit.removesuffix("ms")),
+                epoch=int(epoch),
+            )
+        except (ValueError, TypeError, AttributeError):
+            raise ValueError(f"{fingerprint!r} is not a layout fingerprint") from None
+
     def __str__(self) -> str:
         return (
             f"{self.time_bits} time / {self.datacenter_bits} datacenter / "

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -27,8 +27,27 @@ def order_at(dt: datetime) -> Order:
 
 
 def shown(dt: datetime) -> str:
-    """How the admin shows an aware datetime: local time zone, localized format."""
-    return formats.localize(timezone.template_localtime(dt))
+    """How the admin shows a decoded time: local time zone, the locale's date, the time to the
+    second, the exact time on hover."""
+    local = timezone.localtime(dt)
+    exact = local.isoformat(timespec="milliseconds")
+    return (
+        f'<span title="{exact}">{formats.date_format(local, "DATE_FORMAT")} {local:%H:%M:%S}</span>'
+    )
+
+
+@override_settings(TIME_ZONE=LOCAL_ZONE)
+def test_created_column_shows_seconds_and_the_millisecond_on_hover(admin_client: Client) -> None:
+    order = order_at(datetime(2026, 3, 1, 12, 3, 5, 123_000, tzinfo=UTC))
+    response = admin_client.get(reverse("admin:testapp_order_changelist"))
+    assert (
+        '<td class="field-snowflake_created">'
+        '<span title="2026-03-02T02:03:05.123+14:00">March 2, 2026 02:03:05</span></td>'
+    ) in response.text
+    change = admin_client.get(reverse("admin:testapp_order_change", args=[order.pk]))
+    assert (
+        '<span title="2026-03-02T02:03:05.123+14:00">March 2, 2026 02:03:05</span>' in change.text
+    )
 
 
 @override_settings(TIME_ZONE=LOCAL_ZONE)
@@ -159,7 +178,49 @@ def test_worker_nodes_are_listed_with_their_lease_state(
     for state, node in nodes.items():
         filtered = admin_client.get(url, {"lease": state})
         assert list(filtered.context["cl"].result_list) == [node]
-        assert f'<td class="field-lease">{state}</td>' in filtered.text
+        assert f'<td class="field-lease">{state.capitalize()}</td>' in filtered.text
+
+
+def test_worker_list_sorts_by_one_key_and_drops_an_all_zero_datacenter_column(
+    admin_client: Client, nodes: dict[str, WorkerNode]
+) -> None:
+    response = admin_client.get(reverse("admin:django_snowflake_workernode_changelist"))
+    # No sort-priority numbers: they appear only when two columns take part in the order.
+    assert 'class="sortpriority"' not in response.text
+    assert "column-datacenter_id" not in response.text
+    assert [n.worker_id for n in response.context["cl"].result_list] == [901, 902, 903]
+
+
+@override_settings(
+    SNOWFLAKE={"WORKER_ALLOCATOR": "static", "WORKER_ID": 0, "DATACENTER_BITS": 2, "WORKER_BITS": 8}
+)
+def test_the_datacenter_column_is_there_when_the_layout_has_datacenters(
+    admin_client: Client, nodes: dict[str, WorkerNode]
+) -> None:
+    response = admin_client.get(reverse("admin:django_snowflake_workernode_changelist"))
+    assert "column-datacenter_id" in response.text
+
+
+@override_settings(TIME_ZONE=LOCAL_ZONE)
+def test_worker_page_decodes_the_high_water_mark_and_the_layout(
+    admin_client: Client, nodes: dict[str, WorkerNode]
+) -> None:
+    node = nodes["active"]
+    layout = get_generator().layout
+    node.last_timestamp = layout.to_units(
+        int(datetime(2026, 3, 1, 12, tzinfo=UTC).timestamp() * 1000)
+    )
+    node.save()
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    assert page.status_code == 200
+    assert '<span title="2026-03-02T02:00:00.000+14:00">March 2, 2026 02:00:00</span>' in page.text
+    assert str(node.last_timestamp) not in page.text
+    assert "41 bits of time, 10 bits of worker, 12 bits of sequence" in page.text
+    assert "time in units of 1 millisecond since Jan. 1, 2025, 2 p.m." in page.text
+    fieldsets = [str(fieldset.name) for fieldset in page.context["adminform"]]
+    assert fieldsets == ["Slot", "Lease", "Time and layout"]
+    if hasattr(node, "incarnation"):
+        assert "database incarnation" in page.text.lower()
 
 
 def test_worker_nodes_are_view_only(admin_client: Client, nodes: dict[str, WorkerNode]) -> None:
@@ -178,8 +239,12 @@ def test_only_expired_or_released_slots_may_be_deleted(
     admin_client: Client, nodes: dict[str, WorkerNode]
 ) -> None:
     active = reverse("admin:django_snowflake_workernode_delete", args=[nodes["active"].pk])
-    assert admin_client.get(active).status_code == 403
-    assert admin_client.post(active, {"post": "yes"}).status_code == 403
+    for refused in [admin_client.get(active), admin_client.post(active, {"post": "yes"})]:
+        # Not a bare "403 Forbidden": the page says why and links back.
+        assert refused.status_code == 403
+        assert "This worker slot is active" in refused.text
+        change = reverse("admin:django_snowflake_workernode_change", args=[nodes["active"].pk])
+        assert f'href="{change}"' in refused.text
     for state in ["expired", "released"]:
         url = reverse("admin:django_snowflake_workernode_delete", args=[nodes[state].pk])
         confirmation = admin_client.get(url)

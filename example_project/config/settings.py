@@ -29,6 +29,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language from the switcher in the admin (the set_language view), else the browser's.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -41,7 +43,8 @@ ROOT_URLCONF = "config.urls"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        # templates/admin/base_site.html adds the language switcher to the admin's header.
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -72,6 +75,16 @@ DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"
 SNOWFLAKE = {"PROCESS_LABEL": "web"}
 
 LANGUAGE_CODE = "en-us"
+# The languages django_snowflake ships translations for.
+LANGUAGES = [
+    ("en", "English"),
+    ("de", "Deutsch"),
+    ("fr", "Français"),
+    ("es", "Español"),
+    ("pt-br", "Português (Brasil)"),
+    ("ja", "日本語"),
+    ("zh-hans", "简体中文"),
+]
 TIME_ZONE = "Europe/Berlin"
 USE_I18N = True
 USE_TZ = True

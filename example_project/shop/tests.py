@@ -74,7 +74,10 @@ class AdminTests(TestCase):
         orders = OrderFactory.create_batch(3)
         response = self.client.get(reverse("admin:shop_order_changelist"), {"created": "today"})
         self.assertEqual(list(response.context["cl"].result_list), orders[::-1])
-        shown = formats.localize(timezone.localtime(orders[0].created_at))
+        # To the second, in the locale's date format; the millisecond on hover.
+        local = timezone.localtime(orders[0].created_at)
+        shown = f"{formats.date_format(local, 'DATE_FORMAT')} {local:%H:%M:%S}"
+        self.assertContains(response, f'title="{local.isoformat(timespec="milliseconds")}"')
         self.assertContains(response, shown)
 
     def test_adding_an_order_with_items_in_the_admin(self) -> None:
