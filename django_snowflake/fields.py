@@ -16,10 +16,13 @@ from django import forms
 from django.core import checks
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.signals import class_prepared, pre_save
 from django.utils.translation import gettext_lazy as _
 
-from . import generate
+from . import decode, generate
+from .conf import get_layout
 from .database_keys import DatabaseSnowflake, column_default_vendor, install_connection_hooks
+from .exceptions import InvalidSnowflake
 from .forms import SnowflakeFormField
 
 install_connection_hooks()
@@ -95,10 +98,90 @@ class SnowflakeField(_SnowflakeDefaultMixin, models.BigIntegerField):  # type: i
 
     description = _("Snowflake ID")
 
+    def contribute_to_class(  # type: ignore[override]
+        self, cls: type[models.Model], name: str, **kwargs: Any
+    ) -> None:
+        super().contribute_to_class(cls, name, **kwargs)
+        # A model's own _get_unique_checks, if it has one, is left alone.
+        if self.primary_key and getattr(cls, _UNIQUE_CHECKS) is getattr(
+            models.Model, _UNIQUE_CHECKS
+        ):
+            setattr(cls, _UNIQUE_CHECKS, _get_unique_checks)
+
     def formfield(self, **kwargs: Any) -> forms.Field | None:
         # Skip BigIntegerField.formfield(): its min_value/max_value are for number inputs,
         # and an ID is typed and shown as text.
         return models.Field.formfield(self, **{"form_class": SnowflakeFormField, **kwargs})
+
+
+def _issued_here(field: models.Field[Any, Any], value: object) -> bool:
+    """Whether ``value`` is a key this process's generator issued under its current lease."""
+    if not isinstance(value, int) or field.default is not generate:
+        return False
+    from . import get_generator
+
+    generator = get_generator()
+    if generator.worker_id is None:
+        return False
+    try:
+        parts = decode(value)
+    except InvalidSnowflake:
+        return False
+    return (parts.worker_id, parts.datacenter_id) == (
+        generator.worker_id,
+        generator.datacenter_id,
+    ) and get_layout().to_units(int(parts.timestamp.timestamp() * 1000)) <= generator.last_timestamp
+
+
+_UNIQUE_CHECKS = "_get_unique_checks"
+
+
+def _get_unique_checks(self: models.Model, *args: Any, **kwargs: Any) -> Any:
+    """Model._get_unique_checks without the check of a new instance's own fresh key.
+
+    A key this process's generator just issued is unique by construction; checking it would
+    cost full_clean() a query per new instance. A key copied from an existing row is still
+    checked.
+    """
+    unique_checks, date_checks = getattr(models.Model, _UNIQUE_CHECKS)(self, *args, **kwargs)
+    pk = self._meta.pk
+    if self._state.adding and pk is not None and _issued_here(pk, getattr(self, pk.attname)):
+        unique_checks = [(model, names) for model, names in unique_checks if names != (pk.name,)]
+    return unique_checks, date_checks
+
+
+def _follow_parent_links(sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
+    """Before a new multi-table child is saved: a parent link given explicitly is the key.
+
+    The parents' SnowflakeField has a default, so Django would force an INSERT of the parent
+    row (and, when only the link's id was given, under the key made at instantiation: a second
+    parent). With the link's value as the parent's key, and the instance saved as an existing
+    one could be (UPDATE, then INSERT), ``Child.objects.create(parent_ptr=parent)``,
+    ``Child(parent_ptr_id=parent.pk).save()`` and ``create(pk=4242)`` behave as they do with
+    AutoField. A new child without a link keeps its key and its one INSERT per table.
+    """
+    if kwargs.get("raw") or not instance._state.adding:
+        return
+    for model in (sender, *sender._meta.get_parent_list()):
+        for parent, link in model._meta.parents.items():
+            value = None if link is None else instance.__dict__.get(link.attname)
+            key = parent._meta.pk
+            if value is not None and key is not None:
+                setattr(instance, key.attname, value)
+                instance._state.adding = False
+
+
+def _watch_parent_links(sender: type[models.Model], **kwargs: Any) -> None:
+    if sender._meta.abstract or not sender._meta.parents:
+        return
+    if any(
+        isinstance(parent._meta.pk, SnowflakeField) and parent._meta.pk.has_default()
+        for parent in sender._meta.get_parent_list()
+    ):
+        pre_save.connect(_follow_parent_links, sender=sender, weak=False)
+
+
+class_prepared.connect(_watch_parent_links, dispatch_uid="django_snowflake_parent_links")
 
 
 class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: ignore[type-arg]

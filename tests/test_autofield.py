@@ -11,13 +11,24 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.core import serializers
+from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import path
 
 import django_snowflake
-from tests.testapp.models import Event, Place, Restaurant, Tag, Ticket, Writer
+from tests.testapp.models import (
+    Customer,
+    Event,
+    Place,
+    Restaurant,
+    SnowflakePlace,
+    SnowflakeRestaurant,
+    Tag,
+    Ticket,
+    Writer,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +149,37 @@ def test_an_insert_that_leaves_the_key_out_gets_a_snowflake() -> None:
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} (name, greeting) VALUES ('raw', '')")
     assert is_snowflake(Writer.objects.get(name="raw").pk)
+
+
+# SnowflakeField(primary_key=True) / SnowflakeModel: the key exists at instantiation, by design.
+
+
+def test_full_clean_of_a_new_snowflake_model_does_not_query_its_own_fresh_key() -> None:
+    with CaptureQueriesContext(connection) as queries:
+        Customer(name="ada").full_clean()
+    assert queries.captured_queries == []
+    # A key this process did not issue is still checked.
+    Customer.objects.create(pk=4242, name="ada")
+    with pytest.raises(ValidationError, match="already exists"):
+        Customer(pk=4242, name="copy").full_clean()
+
+
+def test_snowflake_model_multi_table_parent_links() -> None:
+    place = SnowflakePlace.objects.create(name="corner")
+    SnowflakeRestaurant.objects.create(snowflakeplace_ptr=place, name="corner")
+    square = SnowflakePlace.objects.create(name="square")
+    SnowflakeRestaurant(snowflakeplace_ptr_id=square.pk, name="square").save()
+    assert SnowflakePlace.objects.count() == 2
+    assert sorted(SnowflakeRestaurant.objects.values_list("pk", flat=True)) == sorted(
+        [place.pk, square.pk]
+    )
+    assert SnowflakeRestaurant.objects.create(pk=4242, name="x").snowflakeplace_ptr_id == 4242
+    assert SnowflakePlace.objects.get(pk=4242).name == "x"
+    fresh = SnowflakeRestaurant(name="new")
+    # The child's pk is its parent link (None until saved, as in Django); the parent's key
+    # exists at instantiation and becomes the child's.
+    assert fresh.pk is None and is_snowflake(fresh.id)
+    key = fresh.id
+    fresh.save()
+    assert fresh.pk == fresh.snowflakeplace_ptr_id == key
+    assert SnowflakePlace.objects.get(pk=key).name == "new"
