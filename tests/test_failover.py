@@ -1,6 +1,7 @@
 """Failover of the WorkerNode database: a standby that misses lease writes is promoted.
 
-Each test runs a real primary and asynchronous standby (``tests/ha_servers.py``) and real
+The first tests give the claim rows written under another incarnation, on the shared
+servers. The scenario tests (marked ``failover``) run a real primary and asynchronous standby (``tests/ha_servers.py``) and real
 processes generating IDs through it, and checks that no ID is ever issued twice, that
 holders whose rows survived keep their slots, and how long new claims wait after the
 failover. PostgreSQL under ``SNOWFLAKE_TEST_DB=postgresql``, MariaDB under ``mariadb``.
@@ -10,27 +11,113 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.utils import timezone
 
+from django_snowflake import decode, generate
+from django_snowflake.allocators.database import database_incarnation
+from django_snowflake.exceptions import WorkerLeaseLost
+from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import BitLayout
+from django_snowflake.models import WorkerNode
 
 from .ha_servers import ROOT, Pair, migrate, start_process
-from .test_worker_lease import read_ids
+from .test_worker_lease import database_generator, read_ids
+
+__all__ = ["database_generator"]  # a fixture of the lease tests, used here too
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 LAYOUT = BitLayout.preset("twitter")
 
-pytestmark = [
-    pytest.mark.failover,
-    pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no standby to fail over to"),
-]
+servers_only = pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no incarnation")
+
+
+def scenario(test: Callable[..., None]) -> Callable[..., None]:
+    """A test on a private primary and standby."""
+    return pytest.mark.failover(
+        pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no standby to fail over to")(test)
+    )
+
+
+def old_row(worker_id: int, incarnation: str, layout: BitLayout, **fields: Any) -> WorkerNode:
+    """A slot whose lease ended an hour ago, last written under ``incarnation``."""
+    long_ago = timezone.now() - timedelta(hours=1)
+    return WorkerNode.objects.create(
+        worker_id=worker_id,
+        host_name="elsewhere",
+        process_id=1,
+        launched_at=long_ago,
+        heartbeat_at=long_ago,
+        lease_expires_at=long_ago,
+        last_timestamp=0,
+        layout=layout.fingerprint,
+        token=f"old{worker_id}",
+        incarnation=incarnation,
+        **fields,
+    )
+
+
+@servers_only
+@pytest.mark.django_db(transaction=True)
+def test_a_claim_after_a_failover_holds_its_slot_and_issues_after_the_lease(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    generator = database_generator(LEASE_SECONDS=3)
+    old_row(0, "another-server/1", generator.layout)
+    started = time.time() * 1000
+    with pytest.raises(WorkerLeaseLost, match="failed over or was restored") as raised:
+        generate()
+    assert re.search(r"slot \d+ and issues IDs from then on, in \d\.\d s", str(raised.value))
+    current = database_incarnation("default")
+    held = WorkerNode.objects.get(incarnation=current)
+    assert held.incarnation_since is not None
+    assert generator.lease is None  # nothing to issue from yet
+    with pytest.raises(WorkerLeaseLost, match="failed over"):
+        generate()  # still inside the wait: the same slot, still no ID
+    assert WorkerNode.objects.filter(incarnation=current).count() == 1
+    # Once the generator's clock passes the lease of any holder the database forgot:
+    generator.use_clock(lambda: int(time.time() * 1000) + 4000, lambda seconds: None)
+    value = generate()
+    assert decode(value).worker_id == held.worker_id
+    resume = held.incarnation_since.timestamp() * 1000 + 3000 + 750
+    assert unit_ms(value) >= resume > started
+
+
+@servers_only
+@pytest.mark.django_db(transaction=True)
+def test_an_incarnation_seen_a_lease_ago_claims_at_once(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    generator = database_generator(LEASE_SECONDS=3)
+    current = database_incarnation("default")
+    old_row(0, "another-server/1", generator.layout)
+    old_row(1, current, generator.layout, incarnation_since=timezone.now() - timedelta(seconds=5))
+    generate()
+    assert generator.lease is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rows_of_an_older_version_on_a_server_that_never_failed_over_claim_at_once(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    """An upgrade: rows with no incarnation, on a server never promoted nor restored (the
+    shared test servers; SQLite has no incarnation at all)."""
+    generator = database_generator(LEASE_SECONDS=3)
+    old_row(0, "", generator.layout)
+    generate()
+    assert generator.lease is not None
+    row = WorkerNode.objects.get(worker_id=generator.worker_id)
+    assert row.incarnation == database_incarnation("default")
 
 
 class Worker:
@@ -133,6 +220,7 @@ def assert_unique(*id_lists: list[int]) -> int:
     return len(everything)
 
 
+@scenario
 def test_a_claim_the_standby_never_saw(
     pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -162,6 +250,7 @@ def test_a_claim_the_standby_never_saw(
     assert waited < lease * 1.25 + 5
 
 
+@scenario
 def test_b_promotion_while_holders_renew(
     pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -198,6 +287,7 @@ def test_b_promotion_while_holders_renew(
     assert waited < lease * 1.25 + 5
 
 
+@scenario
 def test_c_planned_switchover(
     pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -233,6 +323,7 @@ def test_c_planned_switchover(
               f"{(first - switched) / 1000:.2f} s")  # fmt: skip
 
 
+@scenario
 def test_W030_asynchronous_standby(pair: Pair) -> None:
     """The check warns on the primary, which streams to an asynchronous standby."""
     env = {
