@@ -38,6 +38,9 @@ autodoc_preserve_defaults = True
 exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_theme_options = {"description": "Snowflake primary keys for Django"}
+# custom.css: a column that grows with the window, code blocks that scroll visibly.
+html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 
 
 def _check_preset_numbers(app: Sphinx, docname: str, source: list[str]) -> None:

@@ -32,12 +32,23 @@ LABELS = {
     "reserved_until": _("reserved until"),
     "claim_ms": _("claim ms"),
     "clock_offset_ms": _("clock offset ms"),
+    "incarnation": _("database incarnation"),
+    "incarnation_since": _("incarnation first seen"),
     "worker_id": _("worker id"),
     "datacenter_id": _("datacenter id"),
     "clock_sequence": _("clock sequence"),
     "clock_rollback": _("clock rollback"),
     "max_rollback_ms": _("max rollback ms"),
     "high_water": _("high water"),
+    # The parts of the layout.
+    "fingerprint": _("fingerprint"),
+    "time_bits": _("time bits"),
+    "datacenter_bits": _("datacenter bits"),
+    "clock_sequence_bits": _("clock sequence bits"),
+    "worker_bits": _("worker bits"),
+    "sequence_bits": _("sequence bits"),
+    "time_unit_ms": _("time unit ms"),
+    "epoch": _("epoch"),
     "label": _("label"),
 }
 
@@ -104,9 +115,14 @@ class Command(BaseCommand):
         for key, value in report.items():
             if key == "slots":
                 continue
+            label = LABELS.get(key, key.replace("_", " "))
             if isinstance(value, dict):
-                value = ", ".join(f"{k}={v}" for k, v in value.items())
-            self.stdout.write(f"{LABELS.get(key, key.replace('_', ' '))}: {value}")
+                # One line per part: the layout on one line was wider than any terminal.
+                self.stdout.write(f"{label}:")
+                for name, part in value.items():
+                    self.stdout.write(f"  {LABELS.get(name, name.replace('_', ' '))}: {part}")
+                continue
+            self.stdout.write(f"{label}: {value}")
         for slot in report.get("slots", []):
             self.stdout.write(
                 "slot {worker_id}/{datacenter_id} {state} host={host_name} pid={process_id} "
