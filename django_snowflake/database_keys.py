@@ -16,11 +16,12 @@ a Snowflake of the project's layout.
   :func:`django_snowflake.generate` (the process's own worker slot). A connection without it
   (the ``sqlite3`` shell) fails the INSERT with "unknown function".
 
-PostgreSQL and MariaDB issue under a worker slot leased in ``WorkerNode`` for the database
-itself (host ``(database)``, a lease that never expires, so no process can claim it); the
-package's migration ``0003`` takes it. The layout is written into the function when it is
-installed; a layout change is refused by every process (``LayoutMismatch``: the database's slot
-carries the old fingerprint), as for any other slot.
+PostgreSQL and MariaDB issue under the highest worker ID of the layout (in ``DATACENTER_ID``),
+leased in ``WorkerNode`` for the database itself (host ``(database)``, a lease that never
+expires, so no process can claim it) by the package's migration ``0003``. The slot and the
+layout are written into the function, so it never reads a table: a test runner's flush of
+``WorkerNode`` does not stop it. A layout change is refused by every process
+(``LayoutMismatch``: the database's slot carries the old fingerprint), as for any other slot.
 
 The schema editor of every Django connection is extended here, so ``migrate`` and
 ``sqlmigrate`` emit the same statements: the function before the first table that needs it, the
@@ -37,7 +38,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import IntegrityError, models
+from django.db import IntegrityError, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
@@ -45,7 +46,7 @@ from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import StateApps
 from django.db.models.functions import Now
 
-from .exceptions import LayoutMismatch, NoWorkerAvailable
+from .exceptions import LayoutMismatch, SnowflakeError
 from .layout import BitLayout
 
 FUNCTION = "django_snowflake_id"
@@ -58,10 +59,6 @@ DATABASE_LABEL = "database"
 LEASE_END = datetime(9999, 12, 31, tzinfo=UTC)
 # pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
 PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
-MISSING_SLOT = (
-    "django_snowflake_id(): the database has no Snowflake worker slot yet; "
-    "run `manage.py migrate django_snowflake`"
-)
 
 # Set while the schema editor writes a column definition: only then does a
 # SnowflakeAutoField report its database default (see SnowflakeAutoField.has_db_default).
@@ -86,6 +83,12 @@ class DatabaseSnowflake(models.Func):
     def __init__(self) -> None:
         super().__init__()
 
+    def as_mysql(self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
+        # MariaDB refuses a stored function as a DEFAULT: the column defaults to 0 and the
+        # table's trigger replaces a 0 or NULL key. Without a DEFAULT, INSERT ... SELECT
+        # that leaves the key out fails before the trigger runs.
+        return "0", []
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DatabaseSnowflake)
 
@@ -93,24 +96,24 @@ class DatabaseSnowflake(models.Func):
         return hash(FUNCTION)
 
 
-def _worker_table() -> str:
-    from .models import WorkerNode
+def database_slot(layout: BitLayout) -> tuple[int, int]:
+    """``(worker_id, datacenter_id)`` of the database's function: the layout's highest worker
+    ID, away from the processes (which claim the lowest free one), in ``DATACENTER_ID``."""
+    from .conf import get_settings
 
-    return WorkerNode._meta.db_table
+    return layout.max_worker_id, int(get_settings()["DATACENTER_ID"] or 0)
 
 
 def install_sql(vendor: str, layout: BitLayout) -> list[str]:
     """The statements that create (or replace) the function on ``vendor``; ``[]`` on SQLite.
 
-    They embed ``layout`` and are idempotent, so every migration that creates a Snowflake
-    column may run them first.
+    They embed ``layout`` and the database's slot and are idempotent, so every migration that
+    creates a Snowflake column may run them first.
     """
-    table = _worker_table()
+    worker, datacenter = database_slot(layout)
     sb = layout.sequence_bits
-    compose = (
-        f"((m >> {sb}) << {layout.time_shift}) | (dc << {layout.datacenter_shift}) "
-        f"| (w << {layout.worker_shift}) | (m & {layout.max_sequence})"
-    )
+    fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
+    compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
     if vendor == "postgresql":
         now_units = (
             f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
@@ -125,14 +128,8 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
 -- m >> {sb}, sequence m & {layout.max_sequence}. A value is used only if base did not move
 -- while the counter was drawn, so values drawn before a move are below those after it.
 DECLARE
-    b1 bigint; b2 bigint; n bigint; m bigint; now_u bigint; w bigint; dc bigint;
+    b1 bigint; b2 bigint; n bigint; m bigint; now_u bigint;
 BEGIN
-    SELECT worker_id, datacenter_id INTO w, dc FROM {table}
-        WHERE host_name = '{DATABASE_HOST}' AND label = '{DATABASE_LABEL}'
-        AND released_at IS NULL LIMIT 1;
-    IF w IS NULL THEN
-        RAISE EXCEPTION '{MISSING_SLOT}';
-    END IF;
     LOOP
         SELECT last_value INTO b1 FROM {PG_BASE};
         n := nextval('{COUNTER}');
@@ -166,10 +163,6 @@ $snowflake$""",
             f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms})"
             f" / {layout.time_unit_ms})"
         )
-        slot = (
-            f"FROM {table} WHERE host_name = '{DATABASE_HOST}' AND label = '{DATABASE_LABEL}' "
-            "AND released_at IS NULL LIMIT 1"
-        )
         base = f"(SELECT base FROM {MARIADB_BASE} WHERE id = 1)"
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
@@ -185,13 +178,8 @@ BEGIN
     -- An ID is m = base + counter in layout units: time m >> {sb}, sequence
     -- m & {layout.max_sequence}. A value is used only if base did not move while the
     -- counter was drawn; base only grows (GREATEST, one statement), so no lock is needed.
-    DECLARE w BIGINT DEFAULT (SELECT worker_id {slot});
-    DECLARE dc BIGINT DEFAULT (SELECT datacenter_id {slot});
     DECLARE b1 BIGINT; DECLARE b2 BIGINT; DECLARE n BIGINT;
     DECLARE m BIGINT; DECLARE now_u BIGINT;
-    IF w IS NULL THEN
-        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MISSING_SLOT}';
-    END IF;
     LOOP
         SET b1 = {base};
         SET n = NEXT VALUE FOR {COUNTER};
@@ -240,21 +228,17 @@ def drop_trigger_sql(editor: BaseDatabaseSchemaEditor, table: str) -> str:
 
 
 def claim_database_slot(node_model: type[Any], using: str, layout: BitLayout, vendor: str) -> int:
-    """Lease a worker slot for the database's function; return its worker ID.
+    """Lease the database's worker slot (:func:`database_slot`) for good; return its worker ID.
 
-    The same compare-and-set as a process's claim: insert an unused worker ID (the highest,
-    away from the processes, which take the lowest) and let the unique constraint pick the
-    winner of a race, else take over an expired lease with ``UPDATE ... WHERE token = old``.
-    The lease never expires, so no process claims the slot afterwards. A slot the database
-    already holds is kept. The function's logical clock is raised above the slot's previous
-    holder. Raises ``LayoutMismatch`` when the table holds slots of another layout and
-    ``NoWorkerAvailable`` when every slot is leased.
+    The same compare-and-set as a process's claim: insert the row and let the unique
+    constraint pick the winner of a race, or take over an expired lease with
+    ``UPDATE ... WHERE token = old``, raising the function's logical clock above every time the
+    previous holder could have issued. The lease never expires, so no process claims the slot
+    afterwards; a slot the database already holds is kept. Raises ``LayoutMismatch`` when the
+    table holds slots of another layout, ``SnowflakeError`` when a live process holds the slot.
     """
+    worker, datacenter = database_slot(layout)
     nodes = node_model._default_manager.using(using)
-    mine = {"host_name": DATABASE_HOST, "label": DATABASE_LABEL, "released_at__isnull": True}
-    held = nodes.filter(**mine).first()
-    if held is not None:
-        return int(held.worker_id)
     fingerprint = layout.fingerprint
     other = nodes.exclude(layout=fingerprint).values_list("layout", flat=True).first()
     if other is not None:
@@ -271,34 +255,32 @@ def claim_database_slot(node_model: type[Any], using: str, layout: BitLayout, ve
         "layout": fingerprint,
         "token": f"database-{os.urandom(8).hex()}",
     }
+    slot = nodes.filter(worker_id=worker, datacenter_id=datacenter)
     for _attempt in range(100):
-        taken = set(nodes.filter(datacenter_id=0).values_list("worker_id", flat=True))
-        free = [w for w in range(layout.max_worker_id, -1, -1) if w not in taken]
-        if free:
+        row = slot.first()
+        if row is None:
             try:
-                nodes.create(worker_id=free[0], datacenter_id=0, last_timestamp=0, **holder)
+                with transaction.atomic(using=using):
+                    nodes.create(
+                        worker_id=worker, datacenter_id=datacenter, last_timestamp=0, **holder
+                    )
             except IntegrityError:
-                continue  # a process inserted this worker ID first
-            return free[0]
-        candidate = nodes.filter(lease_expires_at__lt=Now()).order_by("lease_expires_at").first()
-        if candidate is None:
-            raise NoWorkerAvailable(
-                active=len(taken), capacity=layout.workers, worker_bits=layout.worker_bits
-            )
-        updated = nodes.filter(
-            pk=candidate.pk, token=candidate.token, lease_expires_at__lt=Now()
-        ).update(**holder)
-        if updated:
-            # Start above every time the previous holder could have issued.
-            floor = max(
-                candidate.last_timestamp + 1,
-                layout.to_units(int(candidate.lease_expires_at.timestamp() * 1000)) + 1,
-            )
+                continue  # a process inserted this slot first: look again
+            return worker
+        if row.host_name == DATABASE_HOST and row.released_at is None:
+            return worker
+        if slot.filter(pk=row.pk, token=row.token, lease_expires_at__lt=Now()).update(**holder):
+            expired_ms = int(row.lease_expires_at.timestamp() * 1000)
+            floor = max(row.last_timestamp, layout.to_units(expired_ms)) + 1
             raise_floor(using, vendor, layout, floor)
-            return int(candidate.worker_id)
-    raise NoWorkerAvailable(
-        active=layout.workers, capacity=layout.workers, worker_bits=layout.worker_bits
-    )
+            return worker
+        if slot.filter(pk=row.pk, token=row.token).exists():
+            raise SnowflakeError(
+                f"Worker slot {worker}/{datacenter} is reserved for the database's Snowflake "
+                f"function, but a live process ({row.host_name}:{row.process_id}) holds it. "
+                "Stop that process or wait for its lease to expire, then migrate again."
+            )
+    raise SnowflakeError(f"Could not lease worker slot {worker}/{datacenter} for the database.")
 
 
 def raise_floor(using: str, vendor: str, layout: BitLayout, units: int) -> None:

@@ -223,7 +223,7 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
         # Only the schema editor sees the default (the column's DEFAULT, or MariaDB's
         # trigger). Model.save() must not: Django would skip its UPDATE for a new instance
         # with a pk, and `Writer(id=existing.id).save()` must update, as with AutoField.
-        return self.has_database_default and column_default_vendor() in ("postgresql", "sqlite")
+        return self.has_database_default and column_default_vendor() is not None
 
     def get_default(self) -> Any:
         # None until the database makes the key, as AutoField (never a DatabaseDefault).

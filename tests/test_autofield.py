@@ -148,7 +148,9 @@ def test_an_insert_that_leaves_the_key_out_gets_a_snowflake() -> None:
     table = connection.ops.quote_name(Writer._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(f"INSERT INTO {table} (name, greeting) VALUES ('raw', '')")
-    assert is_snowflake(Writer.objects.get(name="raw").pk)
+        cursor.execute(f"INSERT INTO {table} (name, greeting) SELECT 'copy', greeting FROM {table}")
+    keys = list(Writer.objects.values_list("pk", flat=True))
+    assert len(set(keys)) == 2 and all(is_snowflake(key) for key in keys)
 
 
 # SnowflakeField(primary_key=True) / SnowflakeModel: the key exists at instantiation, by design.
