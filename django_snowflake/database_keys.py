@@ -415,6 +415,17 @@ class SnowflakeSchemaEditorMixin:
             super().alter_field(model, old_field, new_field, strict)  # type: ignore[misc]
         self._snowflake_trigger(model, old_field, new_field)
 
+    def _set_field_new_type(self, field: Any, new_type: str) -> Any:  # MySQL, MariaDB
+        # MySQL's editor keeps the old column's DEFAULT when it changes the type; an
+        # AUTO_INCREMENT column (migrating back to an AutoField) may have none.
+        if _is_database_keyed(field) and "AUTO_INCREMENT" in new_type.upper():
+            token = _writing_columns.set(None)
+            try:
+                return super()._set_field_new_type(field, new_type)  # type: ignore[misc]
+            finally:
+                _writing_columns.reset(token)
+        return super()._set_field_new_type(field, new_type)  # type: ignore[misc]
+
     def _remake_table(self, *args: Any, **kwargs: Any) -> None:  # SQLite
         with self._snowflake_columns():
             super()._remake_table(*args, **kwargs)  # type: ignore[misc]
