@@ -33,14 +33,11 @@ from django.db.models.fields.related import ForeignObject
 from . import generate
 from .fields import SnowflakeAutoField, SnowflakeField
 
-__all__ = ["DEFAULT_BATCH_SIZE", "POSTGRESQL_BATCH_SIZE", "BulkLoadError", "bulk_load"]
+__all__ = ["DEFAULT_BATCH_SIZE", "BulkLoadError", "bulk_load"]
 
 #: Rows per batch when ``batch_size`` is not given: large enough that the per-batch round
 #: trips vanish, small enough that a batch of instances stays a few megabytes.
 DEFAULT_BATCH_SIZE = 10_000
-#: The same on PostgreSQL, where a COPY streams and each batch's start, end and savepoint
-#: cost more than the rows of a larger batch do (about a tenth faster on small rows).
-POSTGRESQL_BATCH_SIZE = 50_000
 
 Row = tuple[Any, ...]
 Progress = Callable[[int], object]
@@ -626,8 +623,8 @@ def bulk_load(
 
     ``model_or_queryset`` is a model class (written to ``router.db_for_write``), a manager or
     a queryset (written to its ``using()`` database). ``objs`` is any iterable of instances
-    of that model, consumed ``batch_size`` (default :data:`DEFAULT_BATCH_SIZE`, on PostgreSQL
-    :data:`POSTGRESQL_BATCH_SIZE`) at a time, so a generator keeps memory flat.
+    of that model, consumed ``batch_size`` (default :data:`DEFAULT_BATCH_SIZE`) at a time, so
+    a generator keeps memory flat.
     ``progress(rows_done)`` is called after every batch.
 
     The rows stored are the ones ``bulk_create`` would store. The whole load is one
@@ -645,9 +642,7 @@ def bulk_load(
     _check_model(model)
     if batch_size is not None and batch_size <= 0:
         raise BulkLoadError(f"bulk_load: batch_size must be positive, not {batch_size}.")
-    size = batch_size or (
-        POSTGRESQL_BATCH_SIZE if connections[alias].vendor == "postgresql" else DEFAULT_BATCH_SIZE
-    )
+    size = batch_size or DEFAULT_BATCH_SIZE
     connection = connections[alias]
     if connection.vendor not in _LOADERS:
         raise BulkLoadError(
