@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -158,6 +159,12 @@ def worker_node(worker_id: int, *, expires_in: timedelta, released: bool = False
     )
 
 
+def ours(rows: Iterable[WorkerNode]) -> list[WorkerNode]:
+    """The tests' rows: on PostgreSQL and MariaDB the database's own key function holds a
+    slot too (host ``(database)``, the highest worker ID)."""
+    return [node for node in rows if 900 <= node.worker_id < 1000]
+
+
 @pytest.fixture
 def nodes() -> dict[str, WorkerNode]:
     return {
@@ -177,7 +184,7 @@ def test_worker_nodes_are_listed_with_their_lease_state(
     assert reverse("admin:django_snowflake_workernode_add") not in response.text
     for state, node in nodes.items():
         filtered = admin_client.get(url, {"lease": state})
-        assert list(filtered.context["cl"].result_list) == [node]
+        assert ours(filtered.context["cl"].result_list) == [node]
         assert f'<td class="field-lease">{state.capitalize()}</td>' in filtered.text
 
 
@@ -188,7 +195,7 @@ def test_worker_list_sorts_by_one_key_and_drops_an_all_zero_datacenter_column(
     # No sort-priority numbers: they appear only when two columns take part in the order.
     assert 'class="sortpriority"' not in response.text
     assert "column-datacenter_id" not in response.text
-    assert [n.worker_id for n in response.context["cl"].result_list] == [901, 902, 903]
+    assert [n.worker_id for n in ours(response.context["cl"].result_list)] == [901, 902, 903]
 
 
 @override_settings(
@@ -251,4 +258,4 @@ def test_only_expired_or_released_slots_may_be_deleted(
         assert confirmation.status_code == 200
         assert "breaks the guarantee that every ID is unique" in confirmation.text
         assert admin_client.post(url, {"post": "yes"}).status_code == 302
-    assert list(WorkerNode.objects.filter(worker_id__gte=900)) == [nodes["active"]]
+    assert ours(WorkerNode.objects.all()) == [nodes["active"]]
