@@ -100,7 +100,7 @@ def lease_expiry_ms(server: PrivateServer) -> float:
     A renewal landing between this read and the kill only moves the real end later, so
     comparing against this value is the stricter test.
     """
-    query = "SELECT {} FROM django_snowflake_workernode WHERE released_at IS NULL".format(
+    query = "SELECT {} FROM django_snowflake_workernode WHERE released_at IS NULL AND host_name <> '(database)'".format(
         "EXTRACT(EPOCH FROM lease_expires_at) * 1000"
         if server.vendor == "postgresql"
         else "UNIX_TIMESTAMP(CONVERT_TZ(lease_expires_at, '+00:00', @@session.time_zone)) * 1000"
@@ -139,7 +139,7 @@ def test_ids_stop_before_the_lease_ends_while_sqlite_is_locked_and_resume(
         locker.execute("BEGIN EXCLUSIVE")
         locked_at = time.time() * 1000
         (expires,) = locker.execute(
-            "SELECT lease_expires_at FROM django_snowflake_workernode WHERE released_at IS NULL"
+            "SELECT lease_expires_at FROM django_snowflake_workernode WHERE released_at IS NULL AND host_name <> '(database)'"
         ).fetchone()
         lease_end = datetime.fromisoformat(expires).replace(tzinfo=UTC).timestamp() * 1000
         # Hold the lock past the lease's end, within the busy timeout of the holder's
