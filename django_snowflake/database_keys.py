@@ -31,14 +31,16 @@ column ``DEFAULT`` (PostgreSQL, SQLite) or the trigger (MariaDB).
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import IntegrityError, models, transaction
+from django.db import DatabaseError, IntegrityError, models, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
@@ -449,6 +451,53 @@ def _sqlite_snowflake() -> int:
     return generate()
 
 
+@functools.cache
+def _database_keyed_tables() -> frozenset[str]:
+    """Tables whose key the function may make: SnowflakeAutoField models', and with the
+    project-wide switch every auto-created many-to-many table (the migration state builds
+    those with ``DEFAULT_AUTO_FIELD``, whatever the app pins)."""
+    from django.apps import apps
+    from django.conf import settings
+
+    switched = str(getattr(settings, "DEFAULT_AUTO_FIELD", "")).endswith("SnowflakeAutoField")
+    return frozenset(
+        model._meta.db_table
+        for model in apps.get_models(include_auto_created=True)
+        if _is_database_keyed(model._meta.pk) or (switched and model._meta.auto_created)
+    )
+
+
+def _claim_before_insert(
+    execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]
+) -> Any:
+    """Claim the process's worker slot before an INSERT outside a transaction (SQLite).
+
+    SQLite's ``django_snowflake_id()`` is this process's generator, called while the INSERT
+    holds the database's one write lock. The first ID of a process needs a claim, which writes
+    ``WorkerNode`` on the allocator's own connection: inside the INSERT it would wait for the
+    lock the INSERT holds, until the busy timeout. Outside a transaction nothing is held yet,
+    so the claim is made first. Inside one, the claim is left to the function, as for any
+    first ID generated in a transaction that has written (docs: "Worker IDs").
+    """
+    connection = context["connection"]
+    if (
+        sql.startswith('INSERT INTO "')
+        and not connection.in_atomic_block
+        and not getattr(connection, "_snowflake_claim_failed", False)
+        and sql.split('"', 2)[1] in _database_keyed_tables()
+        and not threading.current_thread().name.startswith("snowflake-")
+    ):
+        from . import runtime
+
+        generator = runtime._generator
+        if generator is not None and generator.lease is None:
+            try:
+                generator.ensure_lease()
+            except (SnowflakeError, DatabaseError):  # the function raises it if it needs an ID
+                connection._snowflake_claim_failed = True
+    return execute(sql, params, many, context)
+
+
 def prepare_connection(connection: BaseDatabaseWrapper) -> None:
     """Extend ``connection``'s schema editor; on SQLite, register ``django_snowflake_id()``."""
     if connection.vendor not in ("postgresql", "mysql", "sqlite"):
@@ -456,6 +505,8 @@ def prepare_connection(connection: BaseDatabaseWrapper) -> None:
     connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
     if connection.vendor == "sqlite" and connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
+        if _claim_before_insert not in connection.execute_wrappers:
+            connection.execute_wrappers.append(_claim_before_insert)
 
 
 def _on_connection_created(

@@ -33,3 +33,19 @@ def test_newcomer_commands(tmp_path: Path) -> None:
 def test_the_example_projects_own_tests(tmp_path: Path) -> None:
     result = manage("test", "shop", "--settings=config.test_settings", db=tmp_path / "t.sqlite3")
     assert "Ran 8 tests" in result.stderr
+
+
+def test_the_first_key_of_a_process_made_by_sqlite_claims_before_the_insert(
+    tmp_path: Path,
+) -> None:
+    # SnowflakeAutoField's key comes from django_snowflake_id() inside the INSERT, which holds
+    # SQLite's write lock; the claim of a process's first ID must not wait for that lock
+    # (it did, for the whole busy timeout, and the INSERT failed).
+    db = tmp_path / "shop.sqlite3"
+    manage("migrate", db=db)
+    code = (
+        "from shop.models import Customer;"
+        "print(Customer.objects.create(name='First', email='first@example.com').pk)"
+    )
+    pk = int(manage("shell", "-v0", "-c", code, db=db).stdout)
+    assert pk > 2**40
