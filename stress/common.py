@@ -71,6 +71,7 @@ class Database:
         """Create the tables (``django_snowflake`` alone unless ``apps`` says otherwise)."""
         command = [sys.executable, "-m", "django", "migrate", *(apps or ["django_snowflake"])]
         subprocess.run([*command, "-v0"], cwd=ROOT, env=self.env(), check=True)
+        forget_database_slot(self.env())
 
     def sql(self, query: str) -> list[list[str]]:
         """Rows of ``query`` as text, through the vendor's command-line client."""
@@ -178,3 +179,21 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
         return float("nan")
     rank = max(1, round(fraction * len(sorted_values) + 0.4999))
     return sorted_values[min(rank, len(sorted_values)) - 1]
+
+
+FORGET_DATABASE_SLOT = """
+from django_snowflake.database_keys import DATABASE_HOST
+from django_snowflake.models import WorkerNode
+WorkerNode.objects.filter(host_name=DATABASE_HOST).delete()
+"""
+
+
+def forget_database_slot(env: dict[str, str]) -> None:
+    """Delete the slot that ``migrate`` leases to the database's own key function.
+
+    These runs hunt the processes' claims on an empty worker table, and they run under
+    layouts of their own, which the slot's (the default settings') would refuse. None of them
+    has the database make a key outside the slot's worker ID, which stays in the function.
+    """
+    command = [sys.executable, "-m", "django", "shell", "-v0", "-c", FORGET_DATABASE_SLOT]
+    subprocess.run(command, cwd=ROOT, env=env, check=True)

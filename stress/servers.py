@@ -34,7 +34,16 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .common import ROOT, Database, free_port, log, percentile, private_database, work_dir
+from .common import (
+    ROOT,
+    Database,
+    forget_database_slot,
+    free_port,
+    log,
+    percentile,
+    private_database,
+    work_dir,
+)
 
 USER, PASSWORD = "stress", "stress-password"
 RECONNECT = 20  # requests per keep-alive connection
@@ -306,7 +315,7 @@ def run_server(kind: str, db: Database, customer: int, config: ServersConfig) ->
     active = [n for n in nodes if n["active"]]
     active_workers = {n["worker_id"] for n in active}
     shown = set(map(int, re.findall(r'class="field-worker_id">(?:<a [^>]*>)?(\d+)<', page)))
-    shown_active = len(re.findall(r'class="field-lease">active<', page))
+    shown_active = len(re.findall(r'class="field-lease">active<', page, re.IGNORECASE))
     created = set(load.ids)
     latencies = sorted(load.latencies)
     ok = sum(n for status, n in load.statuses.items() if 200 <= status < 300)
@@ -372,6 +381,7 @@ def run_servers(vendor: str, config: ServersConfig) -> dict[str, Any]:
         subprocess.run(
             [sys.executable, "-m", "django", "migrate", "-v0"], cwd=ROOT, env=env, check=True
         )
+        forget_database_slot(env)
         customer = int(django_python(env, SETUP).strip())
         runs = []
         for kind in config.servers:
