@@ -39,6 +39,7 @@ class SnowflakeConfig(AppConfig):
         from .checks import check_settings, check_standbys, check_worker_table, settings_errors
         from .conf import get_settings
         from .converters import SnowflakeConverter
+        from .database_keys import install_connection_hooks
 
         checks.register(check_settings)
         checks.register(check_worker_table, checks.Tags.database)
@@ -48,6 +49,8 @@ class SnowflakeConfig(AppConfig):
         if "snowflake" not in get_converters():
             register_converter(SnowflakeConverter, "snowflake")
         runtime.install_process_hooks()
+        # The key function on every connection, and the schema editor that writes it.
+        install_connection_hooks()
         # Build the generator now when the settings are valid, so the first request does not
         # pay for it; invalid settings are reported by the checks, never raised from here.
         if settings_errors():

@@ -21,11 +21,9 @@ from django.utils.translation import gettext_lazy as _
 
 from . import decode, generate
 from .conf import get_layout
-from .database_keys import DatabaseSnowflake, column_default_vendor, install_connection_hooks
+from .database_keys import DatabaseSnowflake, column_default_vendor
 from .exceptions import InvalidSnowflake
 from .forms import SnowflakeFormField
-
-install_connection_hooks()
 
 
 class _SnowflakeColumnMixin:
