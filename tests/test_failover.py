@@ -30,6 +30,7 @@ from django_snowflake.exceptions import WorkerLeaseLost
 from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import BitLayout
 from django_snowflake.models import WorkerNode
+from django_snowflake.testing import driven_clock
 
 from .ha_servers import ROOT, Pair, migrate, start_process
 from .test_worker_lease import database_generator, read_ids
@@ -251,13 +252,19 @@ def test_a_claim_the_standby_never_saw(
 
 
 @scenario
+@pytest.mark.parametrize("first", ["newcomers", "a holder"])
 def test_b_promotion_while_holders_renew(
-    pair: Pair, workers: list[Worker], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    pair: Pair,
+    workers: list[Worker],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    first: str,
 ) -> None:
     """Holders renew every second; the standby stops receiving for longer than a lease, so
     its rows show their leases expired; the primary dies mid-renewal and the standby is
     promoted. The holders reconnect and keep their slots; new processes claim at once and
-    must issue nothing a holder may still issue."""
+    must issue nothing a holder may still issue. Who writes to the promoted server ``first``
+    must not matter: a holder's renewal records when it first saw the new incarnation."""
     lease = 3
     holders = run_holders(pair, workers, tmp_path, lease)
     pair.catch_up()
@@ -275,6 +282,8 @@ def test_b_promotion_while_holders_renew(
     pair.primary.kill()
     failed_over = time.time() * 1000
     pair.promote()
+    if first == "a holder":
+        wait_for_a_renewal(pair)
     go.touch()
     firsts = [int(worker.wait("first", "resumed")[1]) for worker in newcomers]
     time.sleep(lease)
@@ -282,9 +291,28 @@ def test_b_promotion_while_holders_renew(
     checked = assert_unique(*id_lists)
     waited = (max(firsts) - failed_over) / 1000
     with capsys.disabled():
-        print(f"\n{VENDOR} mid-renewal: {checked} IDs, 0 duplicates, new claims waited "
-              f"{waited:.2f} s")  # fmt: skip
+        print(f"\n{VENDOR} mid-renewal, {first} first: {checked} IDs, 0 duplicates, new "
+              f"claims waited {waited:.2f} s")  # fmt: skip
+    # A holder whose writes were lost may issue until a lease after the failover.
+    assert min(firsts) - failed_over > lease * 1000
     assert waited < lease * 1.25 + 5
+
+
+def wait_for_a_renewal(pair: Pair, timeout: float = 10) -> None:
+    """Wait until a holder has renewed on the promoted standby."""
+    deadline = time.monotonic() + timeout
+    while pair.sql(pair.standby, f"SELECT count(*) {RENEWED_ON_STANDBY}", "failover") == "0":
+        if time.monotonic() > deadline:
+            raise AssertionError("no holder renewed on the promoted standby")
+        time.sleep(0.05)
+
+
+RENEWED_ON_STANDBY = {
+    "postgresql": "FROM django_snowflake_workernode, pg_control_system() "
+    "WHERE incarnation = system_identifier || '/2'",
+    "mariadb": "FROM django_snowflake_workernode "
+    "WHERE incarnation = CONCAT(@@server_id, '@', @@hostname, ':', @@port)",
+}.get(VENDOR, "")
 
 
 @scenario
@@ -337,3 +365,25 @@ def test_W030_asynchronous_standby(pair: Pair) -> None:
     command = [sys.executable, "-m", "django", "check", "--database", "default"]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
     assert "django_snowflake.W030" in done.stderr + done.stdout, done.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_renewal_under_a_new_incarnation_records_when_it_first_saw_it(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    """MariaDB assigns an UPDATE's columns left to right, each seeing those before it: a
+    renewal that set the incarnation first kept the old incarnation's time, so a claim after
+    it trusted that the failover was long past and issued at once (CI, scenario (b): 1,959
+    duplicate IDs)."""
+    generator = database_generator(LEASE_SECONDS=60)
+    with driven_clock(generator) as clock:
+        generate()
+        rows = WorkerNode.objects.filter(worker_id=generator.worker_id, process_id=os.getpid())
+        long_ago = timezone.now() - timedelta(hours=1)
+        rows.update(incarnation="another-server/1", incarnation_since=long_ago)
+        clock.advance(50_000)  # past the reservation: the next ID renews
+        generate()
+    row = rows.get()
+    assert row.incarnation == database_incarnation("default")
+    assert row.incarnation_since is not None
+    assert row.incarnation_since > timezone.now() - timedelta(minutes=1)

@@ -360,10 +360,9 @@ class DatabaseAllocator(BaseAllocator):
             .objects.using(self.alias)
             .filter(pk=pk, token=token, released_at__isnull=True)
             .update(
-                heartbeat_at=Now(),
-                lease_expires_at=self._lease_expiry(),
-                last_timestamp=Greatest(F("last_timestamp"), high_water),
-                incarnation=incarnation,
+                # Before `incarnation`: MySQL and MariaDB assign left to right, each column
+                # seeing those already assigned, so afterwards the row would always match
+                # and keep the old incarnation's time, and the next claim would not wait.
                 incarnation_since=Case(
                     When(
                         incarnation=incarnation,
@@ -372,6 +371,10 @@ class DatabaseAllocator(BaseAllocator):
                     ),
                     default=Now(),
                 ),
+                incarnation=incarnation,
+                heartbeat_at=Now(),
+                lease_expires_at=self._lease_expiry(),
+                last_timestamp=Greatest(F("last_timestamp"), high_water),
             )
         )
         if not updated:
