@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string
 
 from . import conf
 from .allocators.base import BaseAllocator
+from .allocators.database import DatabaseAllocator
 from .allocators.static import (
     HostnameAllocator,
     StaticAllocator,
@@ -23,9 +24,14 @@ from .allocators.static import (
     hostname_ordinal,
 )
 from .generator import POLICIES
-from .layout import MAX_BITS, PRESETS, BitLayout, parse_epoch
+from .layout import MAX_BITS, PRESETS, BitLayout, ms_to_datetime, parse_epoch
 
 OBJ = "settings.SNOWFLAKE"
+# JavaScript's Number reads integers exactly only below 2**53: the js_safe layout's promise.
+JS_SAFE_BITS = 53
+# The database allocator reserves time up to LEASE_SECONDS minus a quarter of it ahead of
+# the clock (DatabaseAllocator.margin_ms): milliseconds reserved per second of lease.
+RESERVED_MS_PER_LEASE_SECOND = 750
 # One minute: a wait beyond it stalls every caller, and a ring window beyond it costs memory.
 MAX_ROLLBACK_LIMIT_MS = 60_000
 
@@ -133,6 +139,8 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
     if len(messages) > errors:
         return None
     layout = BitLayout(**arguments)
+    if preset == "js_safe" and layout.total_bits > JS_SAFE_BITS:
+        messages.append(_js_unsafe(layout))
     now = datetime.now(UTC)
     if epoch_ms > now.timestamp() * 1000:
         messages.append(
@@ -169,6 +177,23 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
             )
         )
     return layout
+
+
+def _js_unsafe(layout: BitLayout) -> Error:
+    """E007: the first time unit whose IDs reach 2**53, as a date."""
+    first_unsafe = 1 << max(JS_SAFE_BITS - layout.time_shift, 0)
+    try:
+        when = ms_to_datetime(layout.unit_start_ms(first_unsafe)).isoformat()
+    except OverflowError:
+        when = "after the year 9999"
+    return _error(
+        "E007",
+        f"LAYOUT 'js_safe' with these bits makes IDs of {layout.total_bits} bits: from {when} "
+        f"on they pass 2**{JS_SAFE_BITS}, above which JavaScript rounds integers.",
+        f"Keep the bits at {JS_SAFE_BITS} or fewer in all (TIME_BITS, DATACENTER_BITS, "
+        "CLOCK_SEQUENCE_BITS, WORKER_BITS, SEQUENCE_BITS), or choose another LAYOUT and send "
+        "IDs to browsers as strings.",
+    )
 
 
 def _check_policy(
@@ -276,6 +301,14 @@ def _check_allocator(
                 "The default, 60, renews every 20 seconds.",
             )
         )
+    if (
+        isinstance(allocator_class, type)
+        and issubclass(allocator_class, DatabaseAllocator)
+        and layout is not None
+        and _is_int(lease)
+        and lease >= 3
+    ):
+        _check_reservation(values, layout, lease, messages)
     label = values["PROCESS_LABEL"]
     if not isinstance(label, str) or len(label) > 100:
         messages.append(
@@ -291,6 +324,44 @@ def _check_allocator(
                 "E037",
                 f"CLAIM_ON_READY must be True or False, not {values['CLAIM_ON_READY']!r}.",
                 "Leave it False to claim the worker slot at the first ID.",
+            )
+        )
+
+
+def _check_reservation(
+    values: Mapping[str, Any], layout: BitLayout, lease: int, messages: list[CheckMessage]
+) -> None:
+    """E014, E023: the database allocator's reservation must leave room for a time unit and
+    for what ``borrow`` takes ahead of the clock.
+
+    A lease reserves time units up to three quarters of ``LEASE_SECONDS`` ahead of the
+    clock, and the generator issues only below that limit: a unit longer than the
+    reservation never gets below it (``generate()`` renews forever and never returns).
+    """
+    reserved_ms = lease * RESERVED_MS_PER_LEASE_SECOND
+    unit = layout.time_unit_ms
+    if unit > reserved_ms:
+        messages.append(
+            _error(
+                "E014",
+                f"TIME_UNIT_MS {unit} is longer than the {reserved_ms} ms a lease of "
+                f"LEASE_SECONDS {lease} reserves ahead (three quarters of it): the database "
+                "allocator could never issue an ID.",
+                f"Raise LEASE_SECONDS to {-(-unit // RESERVED_MS_PER_LEASE_SECOND)} or more, or "
+                f"lower TIME_UNIT_MS to {reserved_ms} or less.",
+            )
+        )
+    bound = values["MAX_ROLLBACK_MS"]
+    if values["CLOCK_ROLLBACK"] == "borrow" and _is_int(bound) and bound > reserved_ms:
+        messages.append(
+            _error(
+                "E023",
+                f"MAX_ROLLBACK_MS {bound} lets the 'borrow' policy run further ahead of the "
+                f"clock than the {reserved_ms} ms a lease of LEASE_SECONDS {lease} reserves "
+                "(three quarters of it): IDs would stall at the reservation's end instead of "
+                "being borrowed.",
+                f"Lower MAX_ROLLBACK_MS to {reserved_ms} or less, or raise LEASE_SECONDS to "
+                f"{-(-bound // RESERVED_MS_PER_LEASE_SECOND)} or more.",
             )
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -143,6 +144,117 @@ def test_W010_lifespan_nearly_over() -> None:
 def test_long_lifespan_does_not_overflow() -> None:
     # 50 bits of milliseconds end after datetime's year 9999.
     assert ids({**STATIC, "TIME_BITS": 50, "WORKER_BITS": 5, "SEQUENCE_BITS": 8}) == []
+
+
+@pytest.mark.parametrize(
+    ("bits", "expected"),
+    [
+        ({}, []),
+        ({"TIME_BITS": 40, "WORKER_BITS": 7}, []),  # 53 bits: every ID stays below 2**53
+        ({"TIME_BITS": 42}, ["django_snowflake.E007"]),
+        ({"WORKER_BITS": 8}, ["django_snowflake.E007"]),
+        ({"DATACENTER_BITS": 1}, ["django_snowflake.E007"]),
+    ],
+)
+def test_E007_js_safe_ids_above_2_53(bits: dict[str, int], expected: list[str]) -> None:
+    assert ids({**STATIC, "LAYOUT": "js_safe", **bits}) == expected
+    # Other presets promise nothing about JavaScript (54 bits of twitter are fine).
+    assert ids({**STATIC, "WORKER_BITS": 1}) == []
+
+
+def test_E007_names_the_date_ids_pass_2_53() -> None:
+    with override_settings(SNOWFLAKE={**STATIC, "LAYOUT": "js_safe", "TIME_BITS": 42}):
+        (message,) = check_settings()
+    # 41 bits of milliseconds above the 12 low bits reach 2**53 after 2**41 ms from 2025.
+    assert "2094-09-07" in str(message.msg)
+
+
+def test_E007_bound_js_safe_at_53_bits_works() -> None:
+    snowflake = {**STATIC, "LAYOUT": "js_safe", "TIME_BITS": 40, "WORKER_BITS": 7}
+    with override_settings(SNOWFLAKE=snowflake):
+        generator = runtime.build()
+        assert generator.layout.max_id < 2**53
+        assert 0 < generator.next_id() < 2**53
+
+
+@pytest.mark.parametrize(
+    ("snowflake", "expected"),
+    [
+        ({"TIME_UNIT_MS": 45_000}, []),  # 3/4 of the default 60 s lease
+        ({"TIME_UNIT_MS": 45_001}, ["django_snowflake.E014"]),
+        ({"TIME_UNIT_MS": 3_600_000}, ["django_snowflake.E014"]),
+        ({"TIME_UNIT_MS": 3_600_000, "LEASE_SECONDS": 4800}, []),
+        ({"TIME_UNIT_MS": 3001, "LEASE_SECONDS": 4}, ["django_snowflake.E014"]),
+        # Units are the layout's: baidu's are seconds.
+        ({"LAYOUT": "baidu", "LEASE_SECONDS": 3}, []),
+        # Only the database allocator leases time; a fixed worker ID has no lease.
+        ({**STATIC, "TIME_UNIT_MS": 3_600_000}, []),
+    ],
+)
+def test_E014_time_unit_longer_than_the_lease_reserves(
+    snowflake: dict[str, Any], expected: list[str]
+) -> None:
+    assert ids(snowflake) == expected
+
+
+def test_E014_hint_gives_the_lease_that_fits() -> None:
+    with override_settings(SNOWFLAKE={"TIME_UNIT_MS": 3_600_000}):
+        (message,) = check_settings()
+    assert "LEASE_SECONDS to 4800" in str(message.hint)
+
+
+@pytest.mark.parametrize(
+    ("snowflake", "expected"),
+    [
+        ({"CLOCK_ROLLBACK": "borrow", "MAX_ROLLBACK_MS": 45_000}, []),
+        ({"CLOCK_ROLLBACK": "borrow", "MAX_ROLLBACK_MS": 45_001}, ["django_snowflake.E023"]),
+        (
+            {"CLOCK_ROLLBACK": "borrow", "MAX_ROLLBACK_MS": 3001, "LEASE_SECONDS": 4},
+            ["django_snowflake.E023"],
+        ),
+        ({"CLOCK_ROLLBACK": "wait", "MAX_ROLLBACK_MS": 60_000}, []),
+        ({**STATIC, "CLOCK_ROLLBACK": "borrow", "MAX_ROLLBACK_MS": 60_000}, []),
+    ],
+)
+def test_E023_borrow_further_ahead_than_the_lease_reserves(
+    snowflake: dict[str, Any], expected: list[str]
+) -> None:
+    assert ids(snowflake) == expected
+
+
+def _generates_on_the_database(snowflake: dict[str, Any], count: int) -> list[int]:
+    """``count`` IDs from the database allocator under ``snowflake``, or a failure after 20 s
+    (a setting the checks pass must not hang)."""
+    from django_snowflake.models import WorkerNode
+
+    layout = runtime.conf.get_layout()
+    # The database's own key slot (PostgreSQL, MariaDB) was leased under the test layout.
+    WorkerNode.objects.exclude(layout=layout.fingerprint).delete()
+    found: list[int] = []
+    worker = threading.Thread(target=lambda: found.extend(runtime.get_generator().next_ids(count)))
+    worker.start()
+    worker.join(timeout=20)
+    assert not worker.is_alive(), "generating hangs under settings that pass check"
+    assert len(set(found)) == count
+    return found
+
+
+@pytest.mark.django_db(transaction=True)
+def test_E014_bound_a_unit_of_three_quarters_of_the_lease_works() -> None:
+    snowflake = {"TIME_UNIT_MS": 3000, "LEASE_SECONDS": 4}
+    assert ids(snowflake) == []
+    with override_settings(SNOWFLAKE=snowflake):
+        _generates_on_the_database(snowflake, 3)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_E023_bound_borrowing_three_quarters_of_the_lease_works() -> None:
+    snowflake = {"CLOCK_ROLLBACK": "borrow", "MAX_ROLLBACK_MS": 3000, "LEASE_SECONDS": 4}
+    assert ids(snowflake) == []
+    with override_settings(SNOWFLAKE=snowflake):
+        # Twenty units' worth of sequence at once: the generator borrows units ahead.
+        found = _generates_on_the_database(snowflake, 20 * 4096)
+    assert found == sorted(found)
 
 
 @pytest.mark.parametrize("policy", ["retry", "", None, "WAIT"])
