@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.claim_process START GO``: sets Django up and reports ``ready``,
 waits for the file START, claims a worker slot and reports ``claimed WORKER SECONDS`` (the
-test suite's helper, :mod:`tests.worker_process`), then holds the slot until GO exists so
+shared harness's :func:`harness.child.claim`), then holds the slot until GO exists so
 that every claimant of a herd holds one at the same time, and releases it at exit.
 """
 
@@ -13,7 +13,7 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
-from tests.worker_process import claim, report, wait_for
+from harness.child import claim, report, wait_for
 
 
 def main() -> None:

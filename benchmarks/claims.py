@@ -19,16 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from django_snowflake.models import WorkerNode
+from harness.processes import expect_line, reap
 
 from .common import ROOT, log, rotated, summary
-
-
-def _line(process: subprocess.Popen[str], prefix: str) -> list[str]:
-    line = process.stdout.readline() if process.stdout else ""
-    words = line.split()
-    if not words or words[0] != prefix:
-        raise RuntimeError(f"claimant {process.pid}: expected {prefix!r}, got {line!r}")
-    return words
 
 
 def herd(alias: str, size: int) -> dict[str, Any]:
@@ -54,13 +47,13 @@ def herd(alias: str, size: int) -> dict[str, Any]:
         failed = 0
         try:
             for process in processes:
-                _line(process, "ready")
+                expect_line(process, "ready")
             started = time.perf_counter()
             start.touch()
             claims = []
             for process in processes:
                 try:
-                    claims.append(_line(process, "claimed")[1:])
+                    claims.append(expect_line(process, "claimed")[1:])
                 except RuntimeError as exc:  # e.g. the server's connection limit: count it
                     log(str(exc))
                     failed += 1
@@ -69,12 +62,7 @@ def herd(alias: str, size: int) -> dict[str, Any]:
             for process in processes:
                 process.wait(timeout=120)
         finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
-                if process.stdout:
-                    process.stdout.close()
+            reap(processes)
     workers = {int(worker) for worker, _ in claims}
     if len(workers) != len(claims):
         raise RuntimeError(f"{len(claims)} claimants got only {len(workers)} distinct worker IDs")

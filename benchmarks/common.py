@@ -14,7 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-ROOT = Path(__file__).resolve().parent.parent
+from harness import ROOT
+
+__all__ = ["ROOT"]
 T = TypeVar("T")
 
 

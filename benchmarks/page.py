@@ -428,8 +428,8 @@ UUIDv7s, one per millisecond up to the run; random uuid4s), vacuumed and analyse
 
 """
 
-CLAIMS_TEXT = """Each claimant is a fresh interpreter (``benchmarks/claim_process.py``, which reuses the test
-suite's ``tests/worker_process.py``): it sets Django up, waits for a barrier file, claims its
+CLAIMS_TEXT = """Each claimant is a fresh interpreter (``benchmarks/claim_process.py``, which claims as the test
+suite's children do, through ``harness/child.py``): it sets Django up, waits for a barrier file, claims its
 worker slot through the ``WorkerNode`` table and reports the time the claim took (opening
 its own connection and the round trips of the compare-and-set; the database driver is
 imported before the barrier, the interpreter's start is not counted), then holds the slot
@@ -459,7 +459,7 @@ across threads) and the test suite passing on the three databases:
   path too, so no ID escapes the count. The window never outlives the unit, the lease
   (revoking or losing it closes the window) or the sequence. Contending threads no longer
   queue on a lock (the naive generator, which reads the clock under its lock, convoys).
-  ``tests/test_generator.py`` runs it with threads switched every microsecond, also with a
+  ``tests/test_concurrency.py`` runs it with threads switched every microsecond, also with a
   take that yields to other threads between loading the iterator and ``next()``.
 - ``SnowflakeField`` and ``SnowflakeAutoField`` make ``get_default`` ``generate`` itself while
   the default is theirs: ``Model.__init__`` calls it for every instance, and Django's own goes

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from tests.worker_process import report, wait_for, write_ids
+from harness.child import report, wait_for, write_ids
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import queue
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from array import array
 from pathlib import Path
 from typing import Any
+
+from harness.processes import Lines, reap
 
 from .common import ROOT, Database, log, percentile, private_database, work_dir
 
@@ -50,26 +50,6 @@ class ClaimsConfig:
     @property
     def claimers(self) -> int:
         return self.processes * self.threads
-
-
-class Lines:
-    """The stdout lines of a process, read by a thread, so that waiting for one can time out."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self.queue: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, args=(process,), daemon=True).start()
-
-    def _read(self, process: subprocess.Popen[str]) -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            self.queue.put(line)
-
-    def next(self, deadline: float) -> str:
-        """The next line, or ``""`` once ``deadline`` (monotonic) has passed."""
-        try:
-            return self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            return ""
 
 
 def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
@@ -128,10 +108,7 @@ def simulate(db: Database, run: Path, config: ClaimsConfig) -> dict[str, Any]:
         for process in processes:
             process.wait(timeout=120)
     finally:
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
+        reap(processes)
     ids = array("q")
     for number in range(config.processes):
         path = run / f"ids{number}"

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.private_server import PrivateServer, free_port
+from harness import ROOT
+from harness.private_server import PrivateServer, free_port
 
-__all__ = ["Database", "PrivateServer", "free_port"]
+__all__ = ["ROOT", "Database", "PrivateServer", "free_port"]
 
-ROOT = Path(__file__).resolve().parent.parent
 VENDORS = ("sqlite", "postgresql", "mariadb")
 
 # The shared servers of the project's machines (README, tests/settings.py).
@@ -118,7 +118,7 @@ def private_database(
 ) -> Iterator[Database]:
     """A database this run owns: a SQLite file in ``root``, or a private server it may kill.
 
-    The private servers (``tests/private_server.py``) listen on a free loopback port in a
+    The private servers (``harness/private_server.py``) listen on a free loopback port in a
     temporary directory; the shared servers on 5432 and 3306 are never touched.
     """
     if vendor == "sqlite":

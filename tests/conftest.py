@@ -5,13 +5,17 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parent.parent
+from django_snowflake import get_generator
+from django_snowflake.generator import SnowflakeGenerator
+from harness import ROOT
+from harness.processes import reap
+
+__all__ = ["ROOT"]
 
 
 @pytest.fixture
@@ -41,9 +45,15 @@ def spawn(transactional_db: None) -> Iterator[Callable[..., subprocess.Popen[str
         return process
 
     yield start
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        if process.stdout:
-            process.stdout.close()
+    reap(processes)
+
+
+@pytest.fixture
+def database_generator(settings: Any) -> Iterator[Callable[..., SnowflakeGenerator]]:
+    """Switch the process-local generator to the database allocator with these settings."""
+
+    def use(**snowflake: Any) -> SnowflakeGenerator:
+        settings.SNOWFLAKE = snowflake
+        return get_generator()
+
+    yield use

@@ -25,7 +25,7 @@ import time
 from array import array
 from pathlib import Path
 
-from .private_server import PrivateServer, free_port
+from harness.private_server import PrivateServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,10 +19,9 @@ from pathlib import Path
 import pytest
 
 from django_snowflake.layout import BitLayout
-
-from .conftest import ROOT
-from .private_server import PrivateServer
-from .test_worker_lease import read_ids, wait_line
+from harness import ROOT
+from harness.private_server import PrivateServer
+from harness.processes import expect_line, read_ids
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 
@@ -71,15 +70,15 @@ def test_ids_stop_before_the_lease_ends_and_resume(server: PrivateServer, tmp_pa
     out, stop = tmp_path / "ids", tmp_path / "stop"
     worker = start_worker(env, tmp_path)
     try:
-        wait_line(worker, "claimed")
+        expect_line(worker, "claimed")
         lease_end = lease_expiry_ms(server)
         server.kill()
-        wait_line(worker, "stopped", timeout=10)
+        expect_line(worker, "stopped", timeout=10)
         issued_while_away = read_ids(out)
         server.start()
-        wait_line(worker, "resumed", timeout=20)
+        expect_line(worker, "resumed", timeout=20)
         stop.touch()
-        wait_line(worker, "done")
+        expect_line(worker, "done")
         assert worker.wait(timeout=30) == 0
     finally:
         worker.kill()
@@ -134,7 +133,7 @@ def test_ids_stop_before_the_lease_ends_while_sqlite_is_locked_and_resume(
     )
     locker = sqlite3.connect(path, isolation_level=None)
     try:
-        wait_line(worker, "claimed")
+        expect_line(worker, "claimed")
         time.sleep(0.5)  # issuing, and renewing every second
         locker.execute("BEGIN EXCLUSIVE")
         locked_at = time.time() * 1000
@@ -149,7 +148,7 @@ def test_ids_stop_before_the_lease_ends_while_sqlite_is_locked_and_resume(
         locker.execute("ROLLBACK")
         time.sleep(1)
         stop.touch()
-        wait_line(worker, "done", timeout=30)
+        expect_line(worker, "done", timeout=30)
         assert worker.wait(timeout=30) == 0
     finally:
         locker.close()

@@ -1,34 +1,28 @@
-"""The database allocator against the real database: processes, forks, kills, races."""
+"""The database allocator against the real database: processes, forks, kills, claims.
+
+The process-local generator on that allocator is tested in test_runtime.py, the claim at
+``ready()`` in test_apps.py; the subprocesses come from ``harness`` (``spawn`` in conftest.py).
+"""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import socket
 import statistics
-import sys
-import threading
 import time
-from array import array
-from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pytest
-from django.contrib.auth.models import User
 from django.core import checks
-from django.db import connection, connections, transaction
-from django.db.backends.utils import CursorWrapper
+from django.db import connection, connections
 from django.db.models import QuerySet
 from django.utils import timezone
 
-import django_snowflake
-from django_snowflake import decode, generate, get_generator
+from django_snowflake import decode, generate
 from django_snowflake.allocators.database import ClockOffsetTooLarge
-from django_snowflake.apps import claims_eagerly
 from django_snowflake.database_keys import DATABASE_HOST
 from django_snowflake.exceptions import (
     ClockMovedBackwards,
@@ -36,40 +30,17 @@ from django_snowflake.exceptions import (
     NoWorkerAvailable,
     WorkerLeaseLost,
 )
-from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
+from harness import private_server
+from harness.processes import expect_line, read_ids
 
-from . import private_server
+# tests/test_failover.py imports these two from here.
+from .conftest import database_generator
+
+__all__ = ["database_generator", "read_ids"]
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def read_ids(path: Path) -> list[int]:
-    ids = array("q")
-    ids.frombytes(path.read_bytes())
-    return ids.tolist()
-
-
-def wait_line(process: Any, prefix: str, timeout: float = 60) -> list[str]:
-    """The words of the next stdout line of ``process``, which must start with ``prefix``."""
-    deadline = time.monotonic() + timeout
-    line = process.stdout.readline()
-    assert time.monotonic() < deadline, f"no {prefix!r} line in {timeout} s"
-    words = line.split()
-    assert words and words[0] == prefix, f"expected {prefix!r}, got {line!r}"
-    return words
-
-
-@pytest.fixture
-def database_generator(settings: Any) -> Iterator[Callable[..., SnowflakeGenerator]]:
-    """Switch the process-local generator to the database allocator with these settings."""
-
-    def use(**snowflake: Any) -> SnowflakeGenerator:
-        settings.SNOWFLAKE = snowflake
-        return get_generator()
-
-    yield use
 
 
 def test_processes_never_share_a_worker_id_or_an_id(spawn: Any, tmp_path: Path) -> None:
@@ -78,7 +49,7 @@ def test_processes_never_share_a_worker_id_or_an_id(spawn: Any, tmp_path: Path) 
         spawn("generate", "--count", "20000", "--out", str(tmp_path / f"ids{n}"), "--go", str(go))
         for n in range(8)
     ]
-    workers = [int(wait_line(process, "claimed")[1]) for process in processes]
+    workers = [int(expect_line(process, "claimed")[1]) for process in processes]
     assert len(set(workers)) == 8, workers  # all eight leases are held at this moment
     go.touch()
     for process in processes:
@@ -112,7 +83,7 @@ def test_claim_herd(spawn: Any, tmp_path: Path) -> None:
     ]
     time.sleep(1)  # let the interpreters import Django before the starting gun
     start.touch()
-    claims = [wait_line(process, "claimed", timeout=120)[1:] for process in processes]
+    claims = [expect_line(process, "claimed", timeout=120)[1:] for process in processes]
     go.touch()  # every lease was held at once until here
     for process in processes:
         assert process.wait(timeout=120) == 0
@@ -129,7 +100,7 @@ def test_killed_holder_slot_is_reused_only_after_its_lease(spawn: Any, tmp_path:
     short = {"LEASE_SECONDS": 3}
     issued = tmp_path / "held"
     holder = spawn("hold", "--out", str(issued), snowflake=short)
-    held_worker = int(wait_line(holder, "claimed")[1])
+    held_worker = int(expect_line(holder, "claimed")[1])
     while not issued.exists() or issued.stat().st_size < 8 * 1000:
         time.sleep(0.01)
     os.kill(holder.pid, signal.SIGKILL)
@@ -137,7 +108,7 @@ def test_killed_holder_slot_is_reused_only_after_its_lease(spawn: Any, tmp_path:
     killed_ids = read_ids(issued)
 
     during = spawn("generate", "--count", "10", "--out", str(tmp_path / "during"), snowflake=short)
-    assert int(wait_line(during, "claimed")[1]) != held_worker
+    assert int(expect_line(during, "claimed")[1]) != held_worker
     assert during.wait(timeout=60) == 0
 
     row = WorkerNode.objects.get(worker_id=held_worker)
@@ -145,61 +116,11 @@ def test_killed_holder_slot_is_reused_only_after_its_lease(spawn: Any, tmp_path:
         time.sleep(0.1)
         row.refresh_from_db()
     after = spawn("generate", "--count", "1000", "--out", str(tmp_path / "after"), snowflake=short)
-    assert int(wait_line(after, "claimed")[1]) == held_worker
+    assert int(expect_line(after, "claimed")[1]) == held_worker
     assert after.wait(timeout=60) == 0
     new_ids = read_ids(tmp_path / "after")
     assert min(new_ids) > max(killed_ids)
     assert not set(new_ids) & set(killed_ids)
-
-
-def test_claim_inside_a_rolled_back_transaction_holds(database_generator: Any) -> None:
-    generator = database_generator()
-    with pytest.raises(ZeroDivisionError), transaction.atomic():
-        generate()
-        1 / 0  # noqa: B018
-    assert generator.lease is not None
-    row = WorkerNode.objects.get(worker_id=generator.lease.worker_id)
-    assert row.process_id == os.getpid()
-    assert row.released_at is None
-    assert row.lease_expires_at > timezone.now()
-
-
-def test_first_id_inside_a_transaction_that_wrote(database_generator: Any) -> None:
-    generator = database_generator()
-    if connection.vendor == "sqlite":
-        # SQLite has one writer: the transaction below would lock the claim out, so claim
-        # first, as docs/workers.rst advises.
-        generator.ensure_lease()
-    with transaction.atomic():
-        User.objects.create(username="buyer")
-        value = generate()
-    assert decode(value).worker_id == WorkerNode.objects.get().worker_id
-
-
-def test_first_id_from_async_code(database_generator: Any) -> None:
-    database_generator()
-
-    async def first() -> int:
-        return generate()
-
-    value = asyncio.run(first())
-    assert decode(value).worker_id == WorkerNode.objects.get().worker_id
-
-
-def test_ids_after_the_claim_issue_no_queries(database_generator: Any) -> None:
-    database_generator()
-    generate()
-    executed: list[str] = []
-    real_execute = CursorWrapper.execute
-
-    def counting(self: CursorWrapper, sql: str, params: Any = None) -> Any:
-        executed.append(sql)  # every thread's cursors pass here
-        return real_execute(self, sql, params)
-
-    with mock.patch.object(CursorWrapper, "execute", counting):
-        ids = [generate() for _ in range(1000)] + django_snowflake.generate_many(1000)
-    assert executed == []
-    assert len(set(ids)) == 2000
 
 
 def expired_slot(worker_id: int, last_timestamp: int, *, layout: str, **fields: Any) -> WorkerNode:
@@ -402,45 +323,3 @@ def test_reaching_the_lease_limit_renews_before_issuing(database_generator: Any)
     row = WorkerNode.objects.get()
     assert row.last_timestamp >= generator.layout.to_units(clock.ms)
     assert decode(value).worker_id == row.worker_id
-
-
-def test_threads_share_one_lease(database_generator: Any) -> None:
-    database_generator()
-    results: list[list[int]] = []
-
-    def work() -> None:
-        results.append([generate() for _ in range(5000)])
-
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    ids = [i for chunk in results for i in chunk]
-    assert len(set(ids)) == 20_000
-    assert WorkerNode.objects.count() == 1
-
-
-@pytest.mark.parametrize(("claim_on_ready", "lease"), [(True, "0"), (False, "none")])
-def test_claim_on_ready(spawn: Any, claim_on_ready: bool, lease: str) -> None:
-    process = spawn("setup", snowflake={"CLAIM_ON_READY": claim_on_ready})
-    assert wait_line(process, "lease") == ["lease", lease]
-    assert process.wait(timeout=60) == 0
-
-
-@pytest.mark.parametrize(
-    ("argv", "eager"),
-    [
-        (["manage.py", "migrate"], False),
-        (["manage.py", "makemigrations"], False),
-        (["/srv/app/manage.py", "runserver"], False),  # the autoreloader's parent
-        (["/srv/app/manage.py", "runserver", "--noreload"], True),
-        (["gunicorn", "shop.wsgi"], True),
-        (["celery", "-A", "shop", "worker"], True),
-    ],
-)
-def test_claim_on_ready_skips_commands_without_the_table(
-    argv: list[str], eager: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delitem(sys.modules, "pytest")
-    assert claims_eagerly(argv) is eager

@@ -13,31 +13,9 @@ import time
 from array import array
 from pathlib import Path
 
+from harness.child import claim, report, wait_for, write_ids
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-
-
-def report(*words: object) -> None:
-    # One write(2) per line: forked processes share the pipe, and short writes are atomic.
-    os.write(1, (" ".join(map(str, words)) + "\n").encode())
-
-
-def write_ids(path: str, ids: list[int]) -> None:
-    with open(path, "wb") as out:
-        array("q", ids).tofile(out)
-
-
-def wait_for(path: str | None) -> None:
-    while path and not Path(path).exists():
-        time.sleep(0.005)
-
-
-def claim() -> None:
-    from django_snowflake import get_generator
-
-    generator = get_generator()
-    started = time.perf_counter()
-    lease = generator.ensure_lease()
-    report("claimed", lease.worker_id, f"{time.perf_counter() - started:.6f}")
 
 
 def generate(args: argparse.Namespace) -> None:

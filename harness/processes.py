@@ -1,0 +1,71 @@
+"""The parent's side: read a child's report lines, reap children, read the IDs they wrote."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import threading
+import time
+from array import array
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def expect_line(
+    process: subprocess.Popen[str], prefix: str, timeout: float | None = None
+) -> list[str]:
+    """The words of the next stdout line of ``process``, which must start with ``prefix``.
+
+    Raises ``RuntimeError`` naming the line otherwise (an empty one: the child exited), or
+    when the line came more than ``timeout`` seconds after the call. The read itself blocks:
+    a child that never writes is killed by :func:`reap` when the caller gives up.
+    """
+    started = time.monotonic()
+    line = process.stdout.readline() if process.stdout else ""
+    if timeout is not None and time.monotonic() - started > timeout:
+        raise RuntimeError(f"process {process.pid}: no {prefix!r} line in {timeout} s")
+    words = line.split()
+    if not words or words[0] != prefix:
+        raise RuntimeError(f"process {process.pid}: expected {prefix!r}, got {line!r}")
+    return words
+
+
+class Lines:
+    """The stdout lines of a process, read by a thread, so that waiting for one can time out."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, args=(process,), daemon=True).start()
+
+    def _read(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            self.queue.put(line)
+
+    def next(self, deadline: float) -> str:
+        """The next line, or ``""`` once ``deadline`` (monotonic) has passed."""
+        try:
+            return self.queue.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            return ""
+
+
+def reap(processes: Iterable[subprocess.Popen[Any]]) -> None:
+    """Kill every process still running, wait for each and close its stdout.
+
+    Called in a ``finally``: a failed run leaves no child holding a worker slot or a pipe.
+    """
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stdout:
+            process.stdout.close()
+
+
+def read_ids(path: Path) -> list[int]:
+    """The IDs a child wrote with :func:`harness.child.write_ids`."""
+    ids = array("q")
+    ids.frombytes(path.read_bytes())
+    return ids.tolist()
