@@ -6,10 +6,13 @@ import from ``settings.py``.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from datetime import datetime
 from types import ModuleType
 from typing import TYPE_CHECKING
+
+from .exceptions import GeneratorClosed
 
 if TYPE_CHECKING:
     from .generator import SnowflakeGenerator
@@ -53,7 +56,10 @@ def generate() -> int:
         if value and generator._ids is ids:
             return value
     with generator._lock:
-        return generator._next_slow()
+        if not generator.closed:
+            return generator._next_slow()
+    # A reset closed the generator read above: its successor issues.
+    return get_generator().next_id()
 
 
 def generate_many(n: int) -> list[int]:
@@ -61,8 +67,9 @@ def generate_many(n: int) -> list[int]:
     runtime = _runtime
     if runtime is not None:
         generator: SnowflakeGenerator | None = runtime._generator
-        if generator is not None:
-            return generator.next_ids(n)
+        if generator is not None and not generator.closed:
+            with contextlib.suppress(GeneratorClosed):  # closed meanwhile by a reset
+                return generator.next_ids(n)
     return get_generator().next_ids(n)
 
 

@@ -48,6 +48,11 @@ class WorkerLeaseLost(SnowflakeError):
     """Raised when this process no longer holds a worker lease and cannot claim a fresh one."""
 
 
+class GeneratorClosed(WorkerLeaseLost):
+    """Raised by a generator that was closed: the runtime replaced it (``reset()``, a change of
+    ``settings.SNOWFLAKE``) and released its slot, so it may never claim or issue again."""
+
+
 class LayoutMismatch(SnowflakeError):
     """Raised when the worker table holds slots claimed under another bit layout."""
 

@@ -23,7 +23,12 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from .exceptions import ClockMovedBackwards, ClockOutsideLifespan, WorkerLeaseLost
+from .exceptions import (
+    ClockMovedBackwards,
+    ClockOutsideLifespan,
+    GeneratorClosed,
+    WorkerLeaseLost,
+)
 from .layout import BitLayout
 
 Clock = Callable[[], int]
@@ -146,6 +151,7 @@ class SnowflakeGenerator:
         self._max_time = layout.max_time
 
         self.lease: Lease | None = None
+        self.closed = False
         self.clock_sequence = 0
         self._node = 0  # datacenter, clock sequence and worker bits, ready to OR in
         self._high = -1  # highest time unit used under the current clock sequence
@@ -397,6 +403,12 @@ class SnowflakeGenerator:
     # Leases.
 
     def _acquire(self) -> None:
+        if self.closed:
+            raise GeneratorClosed(
+                "This generator was closed and its worker slot released (runtime reset, or "
+                "settings.SNOWFLAKE changed); no ID was issued. Take the current generator "
+                "from django_snowflake.get_generator() instead of keeping one."
+            )
         if self.lease_source is None:
             raise WorkerLeaseLost(
                 f"This generator was built with a fixed worker ID in process {self._owner_pid}; "
@@ -455,9 +467,15 @@ class SnowflakeGenerator:
             if self.lease is lease:
                 self._drop_lease()
 
-    def relinquish(self) -> tuple[Lease | None, int]:
-        """Stop issuing and return the lease held and the highest time unit used under it."""
+    def relinquish(self, *, final: bool = False) -> tuple[Lease | None, int]:
+        """Stop issuing and return the lease held and the highest time unit used under it.
+
+        ``final`` closes the generator: every later ID raises :class:`GeneratorClosed`. A
+        thread that still holds it then cannot renew or claim a slot after the caller
+        released this one below a time it went on to use (DESIGN section 4, "Closing").
+        """
         with self._lock:
+            self.closed = self.closed or final
             lease, high = self.lease, self._high
             self._drop_lease()
             return lease, high

@@ -266,9 +266,11 @@ class DatabaseAllocator(BaseAllocator):
     def close(self) -> None:
         self._stop.set()
         generator = self._generator() if self._generator is not None else None
-        if generator is not None and self._token is not None:
-            lease, high = generator.relinquish()
-            if lease is not None:
+        if generator is not None:
+            # Closed first, under the generator's lock: a thread inside generate() finishes
+            # its ID, and none can renew or claim after the release below.
+            lease, high = generator.relinquish(final=True)
+            if lease is not None and self._token is not None:
                 try:
                     try:
                         self._run(lambda: self._release(high))

@@ -1,0 +1,101 @@
+"""Races between the lease protocol and the threads that issue IDs (DESIGN section 4,
+"Layout" and "Closing"), on the database of ``SNOWFLAKE_TEST_DB``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from django_snowflake import generate, get_generator, runtime
+from django_snowflake.database_keys import DATABASE_HOST
+from django_snowflake.exceptions import WorkerLeaseLost
+from django_snowflake.generator import SnowflakeGenerator
+from django_snowflake.models import WorkerNode
+
+from .test_worker_lease import database_generator
+
+__all__ = ["database_generator"]  # a fixture of the lease tests, used here too
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_reset_while_threads_generate_never_repeats_an_id(
+    database_generator: Callable[..., SnowflakeGenerator], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the runtime is reset again and again, two threads keep the generator they were
+    given, as code that caches get_generator() does, and two take the current one. The pause between stopping the old generator
+    and releasing its row is widened: a thread that renewed in that gap used to go on issuing
+    under a live lease after the release had lowered the slot's high-water mark, and the next
+    claimant of the slot issued the same IDs (before the fix: duplicates in every run)."""
+    database_generator(LEASE_SECONDS=3)
+    relinquish = SnowflakeGenerator.relinquish
+
+    def relinquish_then_pause(self: SnowflakeGenerator, **kwargs: Any) -> Any:
+        result = relinquish(self, **kwargs)
+        time.sleep(0.05)
+        return result
+
+    monkeypatch.setattr(SnowflakeGenerator, "relinquish", relinquish_then_pause)
+    stop = threading.Event()
+    issued: list[list[int]] = []
+
+    def keep_one() -> None:
+        ids: list[int] = []
+        generator = get_generator()
+        while not stop.is_set():
+            try:
+                ids.append(generator.next_id())
+            except WorkerLeaseLost:
+                generator = get_generator()  # closed by a reset: take the current one
+            pace(ids)
+        issued.append(ids)
+
+    def take_the_current() -> None:
+        ids: list[int] = []
+        while not stop.is_set():
+            ids.append(generate())
+            pace(ids)
+        issued.append(ids)
+
+    threads = [threading.Thread(target=work) for work in [keep_one, take_the_current] * 2]
+    for thread in threads:
+        thread.start()
+    try:
+        for _ in range(15):
+            time.sleep(0.06)
+            runtime.reset()
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+    runtime.reset()
+    everything = [value for ids in issued for value in ids]
+    assert len(everything) > 1000
+    assert len(set(everything)) == len(everything), (
+        f"{len(everything) - len(set(everything))} duplicate IDs among {len(everything)}"
+    )
+    # No closed generator claimed a slot that nobody releases.
+    held = WorkerNode.objects.filter(released_at__isnull=True).exclude(host_name=DATABASE_HOST)
+    assert not held.exists(), list(held.values("worker_id", "process_id"))
+
+
+def pace(ids: list[int]) -> None:
+    """A pause now and then: enough IDs to collide, not millions to hold in memory."""
+    if len(ids) % 200 == 0:
+        time.sleep(0.001)
+
+
+def test_a_closed_generator_refuses_to_issue(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    old = database_generator()
+    old.next_id()
+    runtime.reset()
+    with pytest.raises(WorkerLeaseLost, match="closed and its worker slot released"):
+        old.next_id()
+    assert old.lease is None
+    assert get_generator() is not old
