@@ -16,10 +16,6 @@ from django_snowflake.exceptions import WorkerLeaseLost
 from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.models import WorkerNode
 
-from .test_worker_lease import database_generator
-
-__all__ = ["database_generator"]  # a fixture of the lease tests, used here too
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
