@@ -32,10 +32,9 @@ from django_snowflake.layout import BitLayout
 from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
 
-from .ha_servers import ROOT, Pair, migrate, start_process
-from .test_worker_lease import database_generator, read_ids
+from harness.processes import read_ids
 
-__all__ = ["database_generator"]  # a fixture of the lease tests, used here too
+from .ha_servers import ROOT, Pair, migrate, start_process
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 LAYOUT = BitLayout.preset("twitter")
