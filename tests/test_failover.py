@@ -31,7 +31,6 @@ from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import BitLayout
 from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
-
 from harness.processes import read_ids
 
 from .ha_servers import ROOT, Pair, migrate, start_process
