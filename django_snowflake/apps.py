@@ -36,7 +36,15 @@ class SnowflakeConfig(AppConfig):
 
     def ready(self) -> None:
         from . import runtime
-        from .checks import check_settings, check_standbys, check_worker_table, settings_errors
+        from .checks import (
+            check_admin_mixin,
+            check_auto_field_switch,
+            check_generic_relations,
+            check_settings,
+            check_standbys,
+            check_worker_table,
+            settings_errors,
+        )
         from .conf import get_settings
         from .converters import SnowflakeConverter
         from .database_keys import install_connection_hooks
@@ -44,6 +52,9 @@ class SnowflakeConfig(AppConfig):
         checks.register(check_settings)
         checks.register(check_worker_table, checks.Tags.database)
         checks.register(check_standbys, checks.Tags.database)
+        checks.register(check_auto_field_switch, checks.Tags.models)
+        checks.register(check_admin_mixin, checks.Tags.admin)
+        checks.register(check_generic_relations, checks.Tags.models)
         # ready() runs again when a test changes INSTALLED_APPS; Django 6 refuses to
         # register a converter twice.
         if "snowflake" not in get_converters():

@@ -6,12 +6,18 @@ E030-E039 allocator, worker and database, E040-E049 fields and models.
 
 from __future__ import annotations
 
+import site
+import sysconfig
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeGuard
 
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.checks import CheckMessage, Error, Warning
+from django.core.exceptions import FieldDoesNotExist
+from django.db.models import AutoField, Model
 from django.utils.module_loading import import_string
 
 from . import conf
@@ -23,6 +29,7 @@ from .allocators.static import (
     current_hostname,
     hostname_ordinal,
 )
+from .fields import SnowflakeAutoField, SnowflakeField
 from .generator import POLICIES
 from .layout import MAX_BITS, PRESETS, BitLayout, ms_to_datetime, parse_epoch
 
@@ -460,3 +467,212 @@ def check_standbys(
             "django_snowflake.W030 in SILENCED_SYSTEM_CHECKS.",
         )
     ]
+
+
+# Fields and models: W040-W049.
+
+SWITCH = "django_snowflake.fields.SnowflakeAutoField"
+# Integer columns that cannot hold a 64-bit key.
+NARROW_INTEGER_TYPES = frozenset(
+    {
+        "AutoField",
+        "IntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "SmallAutoField",
+        "SmallIntegerField",
+    }
+)
+
+
+def _model_warning(id: str, msg: str, hint: str, obj: object) -> Warning:
+    return Warning(msg, hint=hint, obj=obj, id=f"django_snowflake.{id}")
+
+
+def is_snowflake_keyed(model: type[Model]) -> bool:
+    """Whether ``model``'s primary key is a Snowflake, also through multi-table parent links."""
+    pk: Any = model._meta.pk
+    while pk is not None and pk.is_relation:
+        pk = pk.target_field
+    return isinstance(pk, SnowflakeField | SnowflakeAutoField)
+
+
+def _site_directories() -> set[Path]:
+    paths = sysconfig.get_paths()
+    found = {Path(paths[key]) for key in ("purelib", "platlib")}
+    found.update(Path(path) for path in site.getsitepackages())
+    found.add(Path(site.getusersitepackages()))
+    return {path.resolve() for path in found}
+
+
+def is_installed_package(app_config: AppConfig) -> bool:
+    """Whether the app is Django's or an installed distribution's, not the project's own:
+    such apps pin ``default_auto_field`` so that their migrations never follow the project's
+    setting, and the project cannot change them."""
+    if app_config.name == "django" or app_config.name.startswith("django."):
+        return True
+    path = Path(app_config.path).resolve()
+    return any(path.is_relative_to(directory) for directory in _site_directories())
+
+
+def _switched() -> bool:
+    """Whether ``DEFAULT_AUTO_FIELD`` is SnowflakeAutoField, or a subclass of it."""
+    value = getattr(settings, "DEFAULT_AUTO_FIELD", None)
+    if not isinstance(value, str):
+        return False
+    try:
+        field = import_string(value)
+    except ImportError:
+        return False  # Django's own check reports it
+    return isinstance(field, type) and issubclass(field, SnowflakeAutoField)
+
+
+def check_auto_field_switch(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """W040: the project's own models that keep an integer key under the one-line switch.
+
+    Django's apps and installed packages pin their own ``default_auto_field``, as
+    ``django_snowflake`` does for ``WorkerNode``: expected, and nothing the project changes.
+    """
+    if not _switched():
+        return []
+    # (message, hint, object): one per model declaring its key, one per app pinning its own.
+    overrides: list[tuple[str, str, object]] = []
+    for app_config in app_configs or apps.get_app_configs():
+        if app_config.name == "django_snowflake" or is_installed_package(app_config):
+            continue
+        pinned = []
+        for model in app_config.get_models():
+            pk: Any = model._meta.pk
+            # Other keys (UUID, text, a parent link) are a choice, not a switch that missed.
+            # AutoField's isinstance() also holds for BigAutoField and SmallAutoField.
+            if not isinstance(pk, AutoField) or isinstance(pk, SnowflakeAutoField):
+                continue
+            if pk.auto_created:
+                pinned.append(model)
+                continue
+            overrides.append(
+                (
+                    f"{model._meta.label} declares its primary key {pk.name!r} as "
+                    f"{type(pk).__name__}, so it keeps integer keys although "
+                    f"DEFAULT_AUTO_FIELD is {settings.DEFAULT_AUTO_FIELD}.",
+                    "Remove the field to take DEFAULT_AUTO_FIELD, or declare it as "
+                    "SnowflakeAutoField(primary_key=True), then run makemigrations (docs: "
+                    '"Migrating"). If the integer key is deliberate, add "django_snowflake.W040" '
+                    "to SILENCED_SYSTEM_CHECKS.",
+                    model,
+                )
+            )
+        if pinned:
+            config = type(app_config)
+            names = ", ".join(model.__name__ for model in pinned)
+            overrides.append(
+                (
+                    f"App {app_config.label!r} sets default_auto_field = "
+                    f"{app_config.default_auto_field!r}, which overrides DEFAULT_AUTO_FIELD = "
+                    f"{settings.DEFAULT_AUTO_FIELD!r}: its models {names} keep integer keys.",
+                    f"Remove default_auto_field from {config.__qualname__} in "
+                    f"{config.__module__} (startapp writes it), then run makemigrations (docs: "
+                    '"Migrating"). If the app keeps integer keys on purpose, add '
+                    '"django_snowflake.W040" to SILENCED_SYSTEM_CHECKS.',
+                    f"{config.__module__}.{config.__qualname__}",
+                )
+            )
+    return [_model_warning("W040", msg, hint, obj) for msg, hint, obj in overrides]
+
+
+def check_admin_mixin(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """W041: ``SnowflakeAdminMixin`` on a model whose key is not a Snowflake."""
+    if not apps.is_installed("django.contrib.admin"):
+        return []
+    from django.contrib.admin.sites import all_sites
+
+    from .admin import SnowflakeAdminMixin
+
+    messages: list[CheckMessage] = []
+    for admin_site in all_sites:
+        registry: Mapping[type[Model], object] = admin_site._registry
+        for model, model_admin in registry.items():
+            if app_configs is not None and model._meta.app_config not in app_configs:
+                continue
+            if not isinstance(model_admin, SnowflakeAdminMixin) or is_snowflake_keyed(model):
+                continue
+            pk = model._meta.pk
+            assert pk is not None
+            messages.append(
+                _model_warning(
+                    "W041",
+                    f"{type(model_admin).__qualname__} uses SnowflakeAdminMixin, but the "
+                    f"primary key of {model._meta.label} ({type(pk).__name__}) is not a "
+                    "Snowflake: its created column and filter would read every row as "
+                    "created at the epoch.",
+                    "Give the model a SnowflakeAutoField or SnowflakeField primary key (an "
+                    "app's default_auto_field written by startapp keeps BigAutoField: see "
+                    "django_snowflake.W040), or remove SnowflakeAdminMixin from this admin.",
+                    type(model_admin),
+                )
+            )
+    return messages
+
+
+def _from_taggit(model: type[Model]) -> bool:
+    return any(base.__module__.startswith("taggit.") for base in model.__mro__)
+
+
+def check_generic_relations(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """W042: a generic relation's ``object_id`` narrower than the 64-bit keys it may hold.
+
+    A ``GenericForeignKey`` may point at any model, so any Snowflake-keyed model puts it at
+    risk. A ``GenericRelation`` on a Snowflake-keyed model holds that model's keys, and so do
+    django-taggit's through models, for the models tagged through them only.
+    """
+    if not apps.is_installed("django.contrib.contenttypes"):
+        return []
+    from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
+
+    checked = (
+        apps.get_models()
+        if app_configs is None
+        else [model for app_config in app_configs for model in app_config.get_models()]
+    )
+    keyed = [model for model in {*apps.get_models(), *checked} if is_snowflake_keyed(model)]
+    if not keyed:
+        return []
+    keyed.sort(key=lambda model: model._meta.label)
+    # (model holding object_id, its field name) -> a Snowflake-keyed model whose keys it holds.
+    at_risk: dict[tuple[type[Model], str], type[Model]] = {}
+    for model in checked:
+        for field in model._meta.private_fields:
+            if isinstance(field, GenericForeignKey) and not _from_taggit(model):
+                at_risk.setdefault((model, field.fk_field), keyed[0])
+    # taggit's TaggableManager gives the tagged model a GenericRelation (tagged_items).
+    for model in keyed:
+        for field in model._meta.private_fields:
+            if isinstance(field, GenericRelation):
+                related: Any = field.related_model
+                at_risk.setdefault((related, field.object_id_field_name), model)
+    messages: list[CheckMessage] = []
+    for (model, name), example in sorted(at_risk.items(), key=lambda item: item[0][0]._meta.label):
+        if model not in checked:
+            continue
+        try:
+            object_id = model._meta.get_field(name)
+        except FieldDoesNotExist:
+            continue  # Django's own checks report it
+        kind = object_id.get_internal_type()
+        if kind not in NARROW_INTEGER_TYPES:
+            continue
+        label = f"{model._meta.label}.{name}"
+        messages.append(
+            _model_warning(
+                "W042",
+                f"{label} ({kind}) is narrower than the 64-bit keys of Snowflake-keyed models "
+                f"such as {example._meta.label} that its generic relation can hold: saving "
+                "one fails with 'integer out of range' on PostgreSQL and MariaDB.",
+                f"Make {label} a models.PositiveBigIntegerField and run makemigrations. For "
+                "django-taggit, tag Snowflake-keyed models through a model of your own, "
+                "class TaggedX(CommonGenericTaggedItemBase, TaggedItemBase) with object_id = "
+                "models.BigIntegerField(db_index=True), given as TaggableManager(through=...).",
+                object_id,
+            )
+        )
+    return messages

@@ -1,0 +1,134 @@
+"""The model checks W040-W042: what the one-line switch leaves behind in a real project.
+
+``tests.checks_app`` is a project app as ``startapp`` writes it (pinning BigAutoField) with
+generic relations of every kind; it and django-taggit are installed for these tests only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.apps import apps
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth.models import User
+from django.core import checks
+from django.test import override_settings
+
+from django_snowflake.admin import SnowflakeAdminMixin
+from django_snowflake.checks import (
+    SWITCH,
+    check_admin_mixin,
+    check_auto_field_switch,
+    check_generic_relations,
+    is_installed_package,
+)
+from tests.testapp.models import Order
+
+
+@pytest.fixture
+def project() -> Iterator[None]:
+    installed = [*settings.INSTALLED_APPS, "taggit", "tests.checks_app"]
+    with override_settings(INSTALLED_APPS=installed, DEFAULT_AUTO_FIELD=SWITCH):
+        yield
+
+
+def found(messages: list[checks.CheckMessage]) -> list[tuple[str, str]]:
+    """(ID, object) of each message, every message a warning with a hint."""
+    for message in messages:
+        assert message.level == checks.WARNING and message.hint, message
+    return [(message.id or "", _label(message.obj)) for message in messages]
+
+
+def _label(obj: Any) -> str:
+    if isinstance(obj, type) and hasattr(obj, "_meta"):
+        return str(obj._meta.label)
+    if isinstance(obj, type):
+        return obj.__qualname__
+    return str(obj)
+
+
+def test_W040_app_pinning_another_auto_field(project: None) -> None:
+    assert found(check_auto_field_switch()) == [
+        # An explicit BigAutoField in the suite's own app (a deliberate "ordinary key").
+        ("django_snowflake.W040", "testapp.Ticket"),
+        ("django_snowflake.W040", "checks_app.Explicit"),
+        ("django_snowflake.W040", "tests.checks_app.apps.ChecksAppConfig"),
+    ]
+    (app,) = check_auto_field_switch([apps.get_app_config("checks_app")])[1:]
+    # Not PinnedChild (its key is the parent link), Coded (a text key) nor Post (a Snowflake).
+    assert "its models Pinned, Comment, WideComment, Attachment, TaggedPost keep" in str(app.msg)
+    assert "Remove default_auto_field from ChecksAppConfig in tests.checks_app.apps" in str(
+        app.hint
+    )
+
+
+def test_W040_silent_without_the_switch() -> None:
+    # The suite's DEFAULT_AUTO_FIELD is BigAutoField: an app pinning one changes nothing.
+    with override_settings(INSTALLED_APPS=[*settings.INSTALLED_APPS, "tests.checks_app"]):
+        assert check_auto_field_switch() == []
+
+
+def test_W040_leaves_django_and_installed_packages_alone(project: None) -> None:
+    # contrib.auth pins AutoField, taggit AutoField, django_snowflake BigAutoField on purpose.
+    for label in ("auth", "contenttypes", "admin", "taggit"):
+        assert is_installed_package(apps.get_app_config(label)), label
+        assert check_auto_field_switch([apps.get_app_config(label)]) == []
+    assert check_auto_field_switch([apps.get_app_config("django_snowflake")]) == []
+    assert not is_installed_package(apps.get_app_config("checks_app"))
+
+
+def test_W040_through_manage_py_check(project: None) -> None:
+    ids = [message.id for message in checks.run_checks()]
+    assert ids.count("django_snowflake.W040") == 3
+
+
+class UserAdmin(SnowflakeAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    pass
+
+
+class OrderAdmin(SnowflakeAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    pass
+
+
+def test_W041_admin_mixin_on_an_integer_key() -> None:
+    # The suite's own admin (OrderAdmin, CustomerAdmin on SnowflakeModel) is fine.
+    assert check_admin_mixin() == []
+    site = admin.AdminSite(name="w041")  # only here: all_sites holds it weakly
+    site.register(User, UserAdmin)
+    site.register(Order, OrderAdmin)
+    messages = check_admin_mixin()
+    assert found(messages) == [("django_snowflake.W041", "UserAdmin")]
+    assert "auth.User (AutoField) is not a Snowflake" in str(messages[0].msg)
+
+
+def test_W041_through_manage_py_check() -> None:
+    site = admin.AdminSite(name="w041")
+    site.register(User, UserAdmin)
+    assert "django_snowflake.W041" in [message.id for message in checks.run_checks()]
+
+
+def test_W042_generic_relations_narrower_than_64_bits(project: None) -> None:
+    assert found(check_generic_relations()) == [
+        ("django_snowflake.W042", "checks_app.Attachment.object_id"),
+        ("django_snowflake.W042", "checks_app.Comment.object_id"),
+        ("django_snowflake.W042", "taggit.TaggedItem.object_id"),
+    ]
+    messages = {_label(m.obj): m for m in check_generic_relations()}
+    # The model named is one whose keys the column holds: taggit's, the one tagged through it.
+    assert "such as checks_app.Photo" in str(messages["taggit.TaggedItem.object_id"].msg)
+    assert "such as checks_app.Post" in str(messages["checks_app.Attachment.object_id"].msg)
+    assert "PositiveBigIntegerField" in str(messages["checks_app.Comment.object_id"].hint)
+
+
+def test_W042_taggit_judged_by_the_models_tagged_through_it() -> None:
+    # Snowflake-keyed models exist (testapp), but nothing is tagged through TaggedItem.
+    with override_settings(INSTALLED_APPS=[*settings.INSTALLED_APPS, "taggit"]):
+        assert check_generic_relations() == []
+
+
+def test_W042_through_manage_py_check(project: None) -> None:
+    ids = [message.id for message in checks.run_checks()]
+    assert ids.count("django_snowflake.W042") == 3
