@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any
 
 from . import bulk_load
-from .report import DB_NAMES, KEYS, NAMES, _mb, _rate, spread, table, targets
+from .report import DB_NAMES, DOCS, KEYS, NAMES, _mb, _rate, chart, spread, table, targets
 
 
 def _targets(results: dict[str, Any]) -> str:
@@ -188,6 +189,12 @@ at the end; results go to ``benchmarks/results/`` as JSON. The benchmarks are no
 test suite.
 
 """
+
+
+def render(results: dict[str, Any], page: Path = DOCS / "performance.rst") -> None:
+    """Rewrite ``docs/performance.rst`` and its chart from ``results``."""
+    chart(results)
+    page.write_text(build(results))
 
 
 def build(results: dict[str, Any]) -> str:

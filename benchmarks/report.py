@@ -1,4 +1,5 @@
-"""Turn a results file into the targets check, ``docs/performance.rst`` and its chart."""
+"""A results file's targets check and chart, and the formatting that ``page.py`` (which
+writes ``docs/performance.rst``) uses: this module imports nothing of the page."""
 
 from __future__ import annotations
 
@@ -324,10 +325,3 @@ def chart(results: dict[str, Any], path: Path = CHART) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
     plt.close(fig)
-
-
-def render(results: dict[str, Any], page: Path = DOCS / "performance.rst") -> None:
-    from .page import build
-
-    chart(results)
-    page.write_text(build(results))

@@ -73,10 +73,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    from . import report
+    from . import page, report
 
     if args.report:
-        report.render(json.loads(Path(args.report).read_text()))
+        page.render(json.loads(Path(args.report).read_text()))
         return
 
     import django
@@ -178,6 +178,6 @@ def main(argv: list[str] | None = None) -> None:
     for line in report.target_lines(results):
         print(line)
     if complete and not args.quick and not args.no_docs:
-        report.render(results)
+        page.render(results)
         log("docs/performance.rst and docs/_static/performance.png rewritten")
     sys.stdout.flush()

@@ -7,6 +7,7 @@ import from ``settings.py``.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import time
 from datetime import datetime
 from types import ModuleType
@@ -19,7 +20,8 @@ if TYPE_CHECKING:
     from .layout import SnowflakeParts
 
 __all__ = ["decode", "generate", "generate_many", "get_generator", "max_id_for", "min_id_for"]
-__version__ = "0.1.0"
+# The installed distribution's version (pyproject.toml), so there is one place to bump it.
+__version__ = importlib.metadata.version("django-snowflake-id")
 
 
 # ``django_snowflake.runtime`` once a generator was asked for. It imports Django, so it is

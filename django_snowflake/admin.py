@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import Model, Q, QuerySet
+from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -26,6 +27,15 @@ from .models import WorkerNode
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
+
+    # mypy checks the mixin as the ModelAdmin it is mixed into, so its super() calls and
+    # self.model are typed. At run time ModelAdmin takes no type argument and the mixin is
+    # a plain class, put before admin.ModelAdmin in the bases.
+    _MixinBase = admin.ModelAdmin[Any]
+    _WorkerNodeAdminBase = admin.ModelAdmin[WorkerNode]
+else:
+    _MixinBase = object
+    _WorkerNodeAdminBase = admin.ModelAdmin
 
 CREATED = "snowflake_created"
 BREAKDOWN = (
@@ -48,7 +58,7 @@ def _part(name: str, description: StrOrPromise) -> Callable[[Any, Model], int]:
     return show
 
 
-class SnowflakeAdminMixin:
+class SnowflakeAdminMixin(_MixinBase):
     """For the ``ModelAdmin`` of a model with a Snowflake primary key.
 
     * the changelist gets a "created" column (the time decoded from the pk, shown in the
@@ -73,29 +83,30 @@ class SnowflakeAdminMixin:
         date format; the exact time, to the millisecond, on hover."""
         return time_with_milliseconds(decode(obj.pk).timestamp)
 
-    def get_list_display(self, request: HttpRequest) -> Sequence[Any]:
-        columns = list(super().get_list_display(request))  # type: ignore[misc]
+    def get_list_display(self, request: HttpRequest) -> list[str | Callable[[Any], str | bool]]:
+        columns = list(super().get_list_display(request))
         if CREATED not in columns:
             columns.append(CREATED)
         return columns
 
-    def get_ordering(self, request: HttpRequest) -> Sequence[str]:
-        ordering = super().get_ordering(request)  # type: ignore[misc]
-        return ordering or self.model._meta.ordering or ["-pk"]  # type: ignore[attr-defined]
+    def get_ordering(self, request: HttpRequest) -> list[str | Combinable]:
+        return list(super().get_ordering(request) or self.model._meta.ordering or ["-pk"])
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
-        fields = list(super().get_readonly_fields(request, obj))  # type: ignore[misc]
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
+        fields = list(super().get_readonly_fields(request, obj))
         if obj is not None:
             fields += [CREATED, *BREAKDOWN]
         return fields
 
-    def get_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[Any]:
+    def get_fields(
+        self, request: HttpRequest, obj: Model | None = None
+    ) -> list[str | list[str] | tuple[str, ...]]:
         # The breakdown goes into its own fieldset (below), not the main one.
-        fields = super().get_fields(request, obj)  # type: ignore[misc]
+        fields = super().get_fields(request, obj)
         return [field for field in fields if field not in (CREATED, *BREAKDOWN)]
 
     def get_fieldsets(self, request: HttpRequest, obj: Model | None = None) -> list[Any]:
-        fieldsets = list(super().get_fieldsets(request, obj))  # type: ignore[misc]
+        fieldsets = list(super().get_fieldsets(request, obj))
         if obj is not None:
             fieldsets.append((_("Snowflake ID"), {"fields": [CREATED, *BREAKDOWN]}))
         return fieldsets
@@ -190,7 +201,7 @@ def _row_layout(node: WorkerNode) -> BitLayout:
 
 
 @admin.register(WorkerNode)
-class WorkerNodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class WorkerNodeAdmin(_WorkerNodeAdminBase):
     """The worker slots, read-only: the package writes them, people only look.
 
     A row may be deleted only once its lease expired or was released; for an active row the

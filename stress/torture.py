@@ -45,13 +45,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from django_snowflake.generator import POLICIES
+
 from .check import check_files
 from .common import ROOT, Database, log, private_database, work_dir
 from .torture_worker import write_offset
 
 LEASE_SECONDS = 3
-# (policy, MAX_ROLLBACK_MS), given to the workers in turn.
-POLICIES = [("raise", 0), ("wait", 5), ("borrow", 20), ("clock_sequence", 5), ("ring", 20)]
+# The workers take the generator's rollback policies in turn, each with this MAX_ROLLBACK_MS
+# (a policy added to the generator without a bound here stops the run at its first spawn).
+MAX_ROLLBACK_MS = {"raise": 0, "wait": 5, "borrow": 20, "clock_sequence": 5, "ring": 20}
 # One layout for all: clock-sequence bits for that policy, and only 32 worker slots, so that
 # forks, kills and stuck slots can exhaust them (NoWorkerAvailable).
 LAYOUT = {"CLOCK_SEQUENCE_BITS": 2, "WORKER_BITS": 5, "SEQUENCE_BITS": 15}
@@ -69,13 +72,16 @@ WEIGHTS = {
 
 @dataclasses.dataclass
 class TortureConfig:
+    """Workers at the start and at most (replacements included), faults' spacing in seconds,
+    and how long the run lasts: until ``target_ids`` and ``min_seconds``, or ``max_seconds``."""
+
     processes: int = 16
     threads: int = 3
+    max_processes: int = 22
+    fault_every: tuple[float, float] = (0.3, 1.5)
     target_ids: int = 10_000_000
     min_seconds: float = 150.0
     max_seconds: float = 900.0
-    max_processes: int = 22
-    fault_every: tuple[float, float] = (0.3, 1.5)
     seed: int | None = None
 
     @classmethod
@@ -140,12 +146,12 @@ class Chaos:
 
     def spawn(self) -> None:
         number = next(self.spawn_counter)
-        policy, bound = POLICIES[number % len(POLICIES)]
+        policy = POLICIES[number % len(POLICIES)]
         snowflake = {
             **LAYOUT,
             "LEASE_SECONDS": LEASE_SECONDS,
             "CLOCK_ROLLBACK": policy,
-            "MAX_ROLLBACK_MS": bound,
+            "MAX_ROLLBACK_MS": MAX_ROLLBACK_MS[policy],
             "PROCESS_LABEL": f"torture-{policy}",
         }
         rate = self.config.target_ids * 0.9 / self.config.processes / self.config.min_seconds
