@@ -41,7 +41,7 @@ def test_first_id_inside_a_transaction_that_wrote(database_generator: Any) -> No
     generator = database_generator()
     if connection.vendor == "sqlite":
         # SQLite has one writer: the transaction below would lock the claim out, so claim
-        # first, as docs/workers.rst advises.
+        # first, as docs/leases.rst advises.
         generator.ensure_lease()
     with transaction.atomic():
         User.objects.create(username="buyer")

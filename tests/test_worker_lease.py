@@ -35,11 +35,6 @@ from django_snowflake.testing import driven_clock
 from harness import private_server
 from harness.processes import expect_line, read_ids
 
-# tests/test_failover.py imports these two from here.
-from .conftest import database_generator
-
-__all__ = ["database_generator", "read_ids"]
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
