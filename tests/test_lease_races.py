@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
-from django_snowflake import generate, get_generator, runtime
+from django_snowflake import conf, generate, get_generator, runtime
+from django_snowflake.allocators.database import DatabaseAllocator
 from django_snowflake.database_keys import DATABASE_HOST
-from django_snowflake.exceptions import WorkerLeaseLost
+from django_snowflake.exceptions import LayoutMismatch, WorkerLeaseLost
 from django_snowflake.generator import SnowflakeGenerator
+from django_snowflake.layout import PRESETS, BitLayout
 from django_snowflake.models import WorkerNode
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,3 +97,49 @@ def test_a_closed_generator_refuses_to_issue(
         old.next_id()
     assert old.lease is None
     assert get_generator() is not old
+
+
+def test_two_layouts_never_hold_slots_at_once() -> None:
+    """Two processes with different layouts claim on an empty table at the same instant (a
+    first deploy, or a rolling deploy that changes bits). The layout check before the claim
+    saw nothing in both, and both got slots in every trial before the fix."""
+    layouts = [
+        BitLayout(**PRESETS["twitter"]),
+        BitLayout(**{**PRESETS["twitter"], "worker_bits": 9, "sequence_bits": 13}),
+    ]
+    settings = {**conf.get_settings(), "LEASE_SECONDS": 10}
+    both = 0
+    for _ in range(30):
+        # The database's own key slot would decide the race for the configured layout.
+        WorkerNode.objects.all().delete()
+        allocators = [DatabaseAllocator(layout, settings) for layout in layouts]
+        generators = [
+            SnowflakeGenerator(layout, lease_source=allocator)
+            for layout, allocator in zip(layouts, allocators, strict=True)
+        ]
+        barrier = threading.Barrier(2)
+        held: list[str] = []
+        threads = [
+            threading.Thread(target=claim, args=(generator, barrier, held))
+            for generator in generators
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        both += len(held) == 2
+        layouts_in_table = set(WorkerNode.objects.values_list("layout", flat=True))
+        assert set(held) <= layouts_in_table
+        assert len(layouts_in_table) <= 1, "a losing claim left its row behind"
+        for allocator in allocators:
+            allocator.close()
+    assert both == 0, f"both layouts held slots in {both} of 30 trials"
+
+
+def claim(generator: SnowflakeGenerator, barrier: threading.Barrier, held: list[str]) -> None:
+    barrier.wait()
+    try:
+        generator.ensure_lease()
+    except LayoutMismatch:
+        return
+    held.append(generator.layout.fingerprint)

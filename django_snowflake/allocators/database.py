@@ -384,17 +384,20 @@ class DatabaseAllocator(BaseAllocator):
             return None
         return limit
 
-    def _claim(self, generator: SnowflakeGenerator) -> Lease:
-        WorkerNode = self._node()
-        fingerprint = self.layout.fingerprint
-        other = (
-            WorkerNode.objects.using(self.alias)
-            .exclude(layout=fingerprint)
+    def _other_layout(self) -> str | None:
+        """The fingerprint of a slot claimed under another layout, if the table holds one."""
+        return (
+            self._node()
+            .objects.using(self.alias)
+            .exclude(layout=self.layout.fingerprint)
             .values_list("layout", flat=True)
             .first()
         )
+
+    def _claim(self, generator: SnowflakeGenerator) -> Lease:
+        other = self._other_layout()
         if other is not None:
-            raise LayoutMismatch(fingerprint, other)
+            raise LayoutMismatch(self.layout.fingerprint, other)
         self._measure_offset(generator)
         hostname = socket.gethostname()
         deadline = time.monotonic() + CLAIM_SECONDS
@@ -466,8 +469,8 @@ class DatabaseAllocator(BaseAllocator):
                     last_timestamp=high_water,
                     layout=self.layout.fingerprint,
                 )
-                return self._hold_after_failover(
-                    generator, self._hold(row, token, limit, floor=resume_floor), resume_floor
+                return self._take(
+                    generator, row, token, limit, resume_floor, resume_floor, inserted=True
                 )
             candidate = expired.first()
             if candidate is None:
@@ -489,9 +492,42 @@ class DatabaseAllocator(BaseAllocator):
         if not won:
             return None
         floor = max(candidate.last_timestamp, resume_floor)
-        return self._hold_after_failover(
-            generator, self._hold(candidate, token, limit, floor=floor), resume_floor
-        )
+        return self._take(generator, candidate, token, limit, floor, resume_floor)
+
+    def _take(
+        self,
+        generator: SnowflakeGenerator,
+        row: WorkerNode,
+        token: str,
+        limit: int,
+        floor: int,
+        resume_floor: int,
+        *,
+        inserted: bool = False,
+    ) -> Lease:
+        """The lease of the slot just claimed, once its layout is the only one in the table
+        and any failover wait is over (else raise, having given it back or keeping it)."""
+        self._verify_layout(row, token, inserted)
+        lease = self._hold(row, token, limit, floor=floor)
+        return self._hold_after_failover(generator, lease, resume_floor)
+
+    def _verify_layout(self, row: WorkerNode, token: str, inserted: bool) -> None:
+        """Give the slot just claimed back if a slot of another layout exists now.
+
+        The check before the claim cannot see a claim of another layout racing ours (an
+        empty table at a first deploy, a rolling deploy that changes bits). Checked after
+        both rows are written, at least the later of two racing claims sees the other's row,
+        so at most one layout ever issues; when both see each other, both give up.
+        """
+        other = self._other_layout()
+        if other is None:
+            return
+        nodes = self._node().objects.using(self.alias).filter(pk=row.pk, token=token)
+        if inserted:
+            nodes.delete()  # the row this claim inserted: the table is as it was before
+        else:
+            nodes.update(released_at=Now(), lease_expires_at=Now())
+        raise LayoutMismatch(self.layout.fingerprint, other)
 
     def _incarnation_floor(self) -> tuple[str, datetime | None, int]:
         """The database's incarnation, when it was first seen, and the time unit at or below
