@@ -6,14 +6,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from django_snowflake import conf, generate, get_generator, runtime
 from django_snowflake.allocators.database import DatabaseAllocator
 from django_snowflake.database_keys import DATABASE_HOST
-from django_snowflake.exceptions import LayoutMismatch, WorkerLeaseLost
+from django_snowflake.exceptions import LayoutMismatch, NoWorkerAvailable, WorkerLeaseLost
 from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import PRESETS, BitLayout
 from django_snowflake.models import WorkerNode
@@ -143,3 +145,40 @@ def claim(generator: SnowflakeGenerator, barrier: threading.Barrier, held: list[
     except LayoutMismatch:
         return
     held.append(generator.layout.fingerprint)
+
+
+def test_a_lost_lease_with_no_free_slot_is_worker_lease_lost(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    """DESIGN section 4: the caller sees WorkerLeaseLost, with NoWorkerAvailable as its
+    cause (it was NoWorkerAvailable alone)."""
+    generator = database_generator(LEASE_SECONDS=3, WORKER_BITS=2)
+    # The database's own key slot carries the configured layout, not this one.
+    WorkerNode.objects.exclude(layout=generator.layout.fingerprint).delete()
+    generate()
+    lease = generator.lease
+    assert lease is not None
+    later = timezone.now() + timedelta(hours=1)
+    for worker_id in set(range(4)) - {lease.worker_id}:
+        WorkerNode.objects.create(
+            worker_id=worker_id,
+            host_name="elsewhere",
+            process_id=1,
+            launched_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            lease_expires_at=later,
+            last_timestamp=0,
+            layout=generator.layout.fingerprint,
+            token="live",
+        )
+    WorkerNode.objects.filter(worker_id=lease.worker_id).update(
+        token="someone else", lease_expires_at=later
+    )
+    deadline = time.monotonic() + 5
+    while generator.lease is lease and time.monotonic() < deadline:
+        time.sleep(0.05)  # the heartbeat runs every second and finds the slot re-owned
+    with pytest.raises(
+        WorkerLeaseLost, match=f"lost its lease of worker slot {lease.worker_id}"
+    ) as raised:
+        generate()
+    assert isinstance(raised.value.__cause__, NoWorkerAvailable)

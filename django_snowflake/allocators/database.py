@@ -190,6 +190,8 @@ class DatabaseAllocator(BaseAllocator):
         self._pk: int | None = None
         self._token: str | None = None
         self._lease: Lease | None = None
+        #: The slot of the last lease this process lost, until it holds another.
+        self._lost_worker_id: int | None = None
         self._generator: weakref.ref[SnowflakeGenerator] | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._heartbeat: threading.Thread | None = None
@@ -220,6 +222,13 @@ class DatabaseAllocator(BaseAllocator):
         started = time.perf_counter()
         try:
             lease = self._run(lambda: self._renewed_lease(generator) or self._claim(generator))
+        except NoWorkerAvailable as exc:
+            if self._lost_worker_id is None:
+                raise
+            raise WorkerLeaseLost(
+                f"This process lost its lease of worker slot {self._lost_worker_id}, and no "
+                f"other slot is free: {exc} No ID was issued."
+            ) from exc
         except SnowflakeError:
             raise
         except DatabaseError as exc:
@@ -658,12 +667,14 @@ class DatabaseAllocator(BaseAllocator):
         )
         with self._state:
             self._pk, self._token, self._lease = row.pk, token, lease
+            self._lost_worker_id = None
         return lease
 
     def _forget(self, lease: Lease) -> None:
         with self._state:
             if self._lease is lease:
                 self._pk = self._token = self._lease = None
+                self._lost_worker_id = lease.worker_id
 
     def _release(self, high: int) -> None:
         pk = self._pk
