@@ -1,6 +1,6 @@
 """Django settings of the benchmarks: one alias per database under test.
 
-The servers are the test suite's (``tests.settings.SERVER_DEFAULTS``, with the same
+The servers are the test suite's (``harness.databases.SERVER_DEFAULTS``, with the same
 ``SNOWFLAKE_TEST_DB_HOST``, ``_PORT``, ``_USER`` and ``_PASSWORD`` overrides), but the
 databases are the benchmarks' own, created and dropped by the runner:
 ``snowflake_bench`` (``SNOWFLAKE_BENCH_NAME``) on PostgreSQL and MariaDB, and SQLite files
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.settings import SERVER_DEFAULTS
+from harness.databases import SERVER_DEFAULTS
 
 BENCH_NAME = os.environ.get("SNOWFLAKE_BENCH_NAME", "snowflake_bench")
 BENCH_DIR = Path(

@@ -17,17 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from harness import ROOT
+from harness.databases import SERVER_DEFAULTS
 from harness.private_server import PrivateServer, free_port
 
 __all__ = ["ROOT", "Database", "PrivateServer", "free_port"]
 
 VENDORS = ("sqlite", "postgresql", "mariadb")
-
-# The shared servers of the project's machines (README, tests/settings.py).
-SHARED = {
-    "postgresql": {"HOST": "127.0.0.1", "PORT": "5432", "USER": "postgres"},
-    "mariadb": {"HOST": "127.0.0.1", "PORT": "3306", "USER": "root"},
-}
 
 
 def log(*words: object) -> None:
@@ -143,7 +138,7 @@ def shared_database(vendor: str, root: Path) -> Iterator[Database]:
     if vendor == "sqlite":
         yield Database("sqlite", str(root / "stress.sqlite3"))
         return
-    conf = SHARED[vendor]
+    conf = SERVER_DEFAULTS[vendor]
     name = f"stress_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     admin = Database(
         vendor,

@@ -15,28 +15,9 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-BASE_DIR = Path(__file__).resolve().parent
+from harness.databases import SERVER_DEFAULTS
 
-SERVER_DEFAULTS: dict[str, dict[str, Any]] = {
-    "postgresql": {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": "django_snowflake",
-        "USER": "postgres",
-        "PASSWORD": "",
-        "HOST": "127.0.0.1",
-        "PORT": "5432",
-    },
-    "mariadb": {
-        "ENGINE": "django.db.backends.mysql",
-        "NAME": "django_snowflake",
-        "USER": "root",
-        "PASSWORD": "",
-        "HOST": "127.0.0.1",
-        "PORT": "3306",
-        "OPTIONS": {"charset": "utf8mb4"},
-        "TEST": {"CHARSET": "utf8mb4", "COLLATION": "utf8mb4_unicode_ci"},
-    },
-}
+BASE_DIR = Path(__file__).resolve().parent
 
 
 # Test databases are named per run, so concurrent runs (tox -p, several checkouts) never
