@@ -9,9 +9,33 @@ from django.urls import register_converter
 from django.urls.converters import get_converters
 from django.utils.translation import gettext_lazy as _
 
+from . import runtime
+from .checks import (
+    check_admin_mixin,
+    check_auto_field_switch,
+    check_generic_relations,
+    check_settings,
+    check_standbys,
+    check_worker_table,
+    settings_errors,
+)
+from .converters import SnowflakeConverter
+from .database_keys import install_connection_hooks
+
 # Management commands that may run before the worker table exists or never generate IDs in
 # a server; CLAIM_ON_READY skips them and claims lazily instead.
 EAGER_CLAIM_COMMANDS = frozenset({"runserver"})
+
+#: The package's system checks and their tags; ready() registers them. The database ones
+#: read the worker table, so they run only when ``check`` is given the database.
+CHECKS = (
+    (check_settings, ()),
+    (check_worker_table, (checks.Tags.database,)),
+    (check_standbys, (checks.Tags.database,)),
+    (check_auto_field_switch, (checks.Tags.models,)),
+    (check_admin_mixin, (checks.Tags.admin,)),
+    (check_generic_relations, (checks.Tags.models,)),
+)
 
 
 def claims_eagerly(argv: list[str]) -> bool:
@@ -35,26 +59,10 @@ class SnowflakeConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import runtime
-        from .checks import (
-            check_admin_mixin,
-            check_auto_field_switch,
-            check_generic_relations,
-            check_settings,
-            check_standbys,
-            check_worker_table,
-            settings_errors,
-        )
-        from .conf import get_settings
-        from .converters import SnowflakeConverter
-        from .database_keys import install_connection_hooks
-
-        checks.register(check_settings)
-        checks.register(check_worker_table, checks.Tags.database)
-        checks.register(check_standbys, checks.Tags.database)
-        checks.register(check_auto_field_switch, checks.Tags.models)
-        checks.register(check_admin_mixin, checks.Tags.admin)
-        checks.register(check_generic_relations, checks.Tags.models)
+        # Wiring only: what to check, how URLs read IDs, what happens at fork and exit, and
+        # the settings judged once, for the generator to be built from.
+        for check, tags in CHECKS:
+            checks.register(check, *tags)
         # ready() runs again when a test changes INSTALLED_APPS; Django 6 refuses to
         # register a converter twice.
         if "snowflake" not in get_converters():
@@ -62,10 +70,6 @@ class SnowflakeConfig(AppConfig):
         runtime.install_process_hooks()
         # The key function on every connection, and the schema editor that writes it.
         install_connection_hooks()
-        # Build the generator now when the settings are valid, so the first request does not
-        # pay for it; invalid settings are reported by the checks, never raised from here.
-        if settings_errors():
-            return
-        generator = runtime.get_generator()
-        if get_settings()["CLAIM_ON_READY"] and claims_eagerly(sys.argv):
-            generator.ensure_lease()
+        # Builds the generator when the settings are valid, so the first request does not pay
+        # for it; invalid settings are the checks' to report, never raised from here.
+        runtime.configure(settings_errors, claim=claims_eagerly(sys.argv))

@@ -1,7 +1,8 @@
-"""System checks for ``settings.SNOWFLAKE``, numbered by subject.
+"""System checks, numbered by subject; this module gathers them, the allocators judge theirs.
 
 E001-E009 bits and layout, E010-E019 epoch and time unit, E020-E029 rollback policy,
-E030-E039 allocator, worker and database, E040-E049 fields and models.
+E030-E039 allocator, worker and database, E040-E049 (W040-W049) fields and models.
+Every message and hint is translated when it is shown.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sysconfig
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from django.apps import AppConfig, apps
 from django.conf import settings
@@ -19,21 +20,15 @@ from django.core.checks import CheckMessage, Error, Warning
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import AutoField, Model
 from django.utils.module_loading import import_string
+from django.utils.translation import gettext_lazy as _
 
-from . import conf
-from .allocators.base import BaseAllocator
-from .allocators.database import DatabaseAllocator
-from .allocators.static import (
-    HostnameAllocator,
-    StaticAllocator,
-    current_hostname,
-    hostname_ordinal,
-)
+from . import conf, runtime
+from .allocators.base import BaseAllocator, is_int, settings_message
+from .allocators.database import DatabaseAllocator, asynchronous_standbys
 from .fields import SnowflakeAutoField, SnowflakeField
 from .generator import POLICIES
 from .layout import MAX_BITS, PRESETS, BitLayout, ms_to_datetime, parse_epoch
 
-OBJ = "settings.SNOWFLAKE"
 # JavaScript's Number reads integers exactly only below 2**53: the js_safe layout's promise.
 JS_SAFE_BITS = 53
 # The database allocator reserves time up to LEASE_SECONDS minus a quarter of it ahead of
@@ -43,16 +38,16 @@ RESERVED_MS_PER_LEASE_SECOND = 750
 MAX_ROLLBACK_LIMIT_MS = 60_000
 
 
-def _error(id: str, msg: str, hint: str) -> Error:
-    return Error(msg, hint=hint, obj=OBJ, id=f"django_snowflake.{id}")
+def _error(id: str, msg: Any, hint: Any, **values: object) -> CheckMessage:
+    return settings_message(Error, id, msg, hint, **values)
 
 
-def _warning(id: str, msg: str, hint: str) -> Warning:
-    return Warning(msg, hint=hint, obj=OBJ, id=f"django_snowflake.{id}")
+def _warning(id: str, msg: Any, hint: Any, **values: object) -> CheckMessage:
+    return settings_message(Warning, id, msg, hint, **values)
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _join(values: Any) -> str:
+    return ", ".join(map(str, values))
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
@@ -62,8 +57,9 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         return [
             _error(
                 "E001",
-                f"SNOWFLAKE must be a dict, not {type(raw).__name__}.",
-                'Write SNOWFLAKE = {"LAYOUT": "twitter", ...}, or remove it for the defaults.',
+                _("SNOWFLAKE must be a dict, not %(type)s."),
+                _('Write SNOWFLAKE = {"LAYOUT": "twitter", ...}, or remove it for the defaults.'),
+                type=type(raw).__name__,
             )
         ]
     values = conf.get_settings()
@@ -74,8 +70,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
         messages.append(
             _error(
                 "E002",
-                f"SNOWFLAKE has unknown keys: {', '.join(map(str, unknown))}.",
-                f"Known keys are {', '.join(conf.DEFAULTS)}; check the spelling.",
+                _("SNOWFLAKE has unknown keys: %(keys)s."),
+                _("Known keys are %(known)s; check the spelling."),
+                keys=_join(unknown),
+                known=_join(conf.DEFAULTS),
             )
         )
     layout = _check_layout(values, messages)
@@ -91,8 +89,10 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
         messages.append(
             _error(
                 "E003",
-                f"LAYOUT {preset!r} is not a layout preset.",
-                f"Choose one of {', '.join(PRESETS)}; set *_BITS keys to adjust it.",
+                _("LAYOUT %(value)s is not a layout preset."),
+                _("Choose one of %(presets)s; set *_BITS keys to adjust it."),
+                value=repr(preset),
+                presets=_join(PRESETS),
             )
         )
         return None
@@ -100,20 +100,24 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
     for key, argument in conf.LAYOUT_KEYS.items():
         value = arguments[argument]
         if key == "TIME_UNIT_MS":
-            if not _is_int(value) or value < 1:
+            if not is_int(value) or value < 1:
                 messages.append(
                     _error(
                         "E012",
-                        f"TIME_UNIT_MS must be a positive integer, not {value!r}.",
-                        "Use 1 (milliseconds), 10 or 1000 (seconds).",
+                        _("TIME_UNIT_MS must be a positive integer, not %(value)s."),
+                        _("Use 1 (milliseconds), 10 or 1000 (seconds)."),
+                        value=repr(value),
                     )
                 )
-        elif not _is_int(value) or value < 0:
+        elif not is_int(value) or value < 0:
             messages.append(
                 _error(
                     "E004",
-                    f"{key} must be a non-negative integer, not {value!r}.",
-                    f"Remove {key} to take the {preset!r} preset's value.",
+                    _("%(key)s must be a non-negative integer, not %(value)s."),
+                    _("Remove %(key)s to take the %(preset)s preset's value."),
+                    key=key,
+                    value=repr(value),
+                    preset=repr(preset),
                 )
             )
     if len(messages) > errors:
@@ -123,13 +127,19 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
         messages.append(
             _error(
                 "E005",
-                f"The layout uses {total} bits; at most {MAX_BITS} fit in a signed 64-bit integer.",
-                "Lower TIME_BITS, WORKER_BITS or SEQUENCE_BITS until they sum to 63 or less.",
+                _("The layout uses %(bits)s bits; at most %(max)s fit in a signed 64-bit integer."),
+                _("Lower TIME_BITS, WORKER_BITS or SEQUENCE_BITS until they sum to 63 or less."),
+                bits=total,
+                max=MAX_BITS,
             )
         )
     if arguments["time_bits"] < 1:
         messages.append(
-            _error("E006", "TIME_BITS must be at least 1.", "Use 41 bits for ~70 years in ms.")
+            _error(
+                "E006",
+                _("TIME_BITS must be at least 1."),
+                _("Use 41 bits for about 70 years in milliseconds."),
+            )
         )
     try:
         epoch_ms = parse_epoch(values["EPOCH"])
@@ -137,9 +147,12 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
         messages.append(
             _error(
                 "E010",
-                f"EPOCH is invalid: {exc}.",
-                'Use an ISO-8601 string with a time zone ("2025-01-01T00:00:00Z"), an aware '
-                "datetime, or integer milliseconds since 1970.",
+                _("EPOCH is invalid: %(error)s."),
+                _(
+                    'Use an ISO-8601 string with a time zone ("2025-01-01T00:00:00Z"), an aware '
+                    "datetime, or integer milliseconds since 1970."
+                ),
+                error=exc,
             )
         )
         return None
@@ -154,8 +167,9 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
             _error(
                 "E011",
                 # The value as written: a far-future int would overflow a datetime.
-                f"EPOCH {values['EPOCH']!r} is in the future.",
-                "Choose an epoch in the past; no ID can be made before it.",
+                _("EPOCH %(value)s is in the future."),
+                _("Choose an epoch in the past; no ID can be made before it."),
+                value=repr(values["EPOCH"]),
             )
         )
         return layout
@@ -163,43 +177,53 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
     end_ms = layout.unit_start_ms(layout.max_time + 1)
     now_ms = now.timestamp() * 1000
     if end_ms <= now_ms:
-        end = layout.lifespan_end
         messages.append(
             _error(
                 "E013",
-                f"The layout's lifespan ended on {end.isoformat()}.",
-                "Give TIME_BITS more bits or move EPOCH later, in a new table: the change "
-                "reorders existing IDs.",
+                _("The layout's lifespan ended on %(end)s."),
+                _(
+                    "Give TIME_BITS more bits or move EPOCH later, in a new table: the change "
+                    "reorders existing IDs."
+                ),
+                end=layout.lifespan_end.isoformat(),
             )
         )
     elif (end_ms - now_ms) < (end_ms - epoch_ms) / 10:
-        end = layout.lifespan_end  # 0.9 of the lifespan is past, so the end is near
         messages.append(
             _warning(
                 "W010",
-                f"Less than a tenth of the layout's lifespan is left: it ends on "
-                f"{end.isoformat()}.",
-                "Plan a migration to a layout with more TIME_BITS before then; generation "
-                "stops at the end instead of wrapping.",
+                _("Less than a tenth of the layout's lifespan is left: it ends on %(end)s."),
+                _(
+                    "Plan a migration to a layout with more TIME_BITS before then; generation "
+                    "stops at the end instead of wrapping."
+                ),
+                # 0.9 of the lifespan is past, so the end is near enough for a datetime.
+                end=layout.lifespan_end.isoformat(),
             )
         )
     return layout
 
 
-def _js_unsafe(layout: BitLayout) -> Error:
+def _js_unsafe(layout: BitLayout) -> CheckMessage:
     """E007: the first time unit whose IDs reach 2**53, as a date."""
     first_unsafe = 1 << max(JS_SAFE_BITS - layout.time_shift, 0)
     try:
         when = ms_to_datetime(layout.unit_start_ms(first_unsafe)).isoformat()
     except OverflowError:
-        when = "after the year 9999"
+        when = "9999-12-31"
     return _error(
         "E007",
-        f"LAYOUT 'js_safe' with these bits makes IDs of {layout.total_bits} bits: from {when} "
-        f"on they pass 2**{JS_SAFE_BITS}, above which JavaScript rounds integers.",
-        f"Keep the bits at {JS_SAFE_BITS} or fewer in all (TIME_BITS, DATACENTER_BITS, "
-        "CLOCK_SEQUENCE_BITS, WORKER_BITS, SEQUENCE_BITS), or choose another LAYOUT and send "
-        "IDs to browsers as strings.",
+        _(
+            "LAYOUT 'js_safe' with these bits makes IDs of %(bits)s bits: from %(when)s on "
+            "they pass 2**53, above which JavaScript rounds integers."
+        ),
+        _(
+            "Keep the bits at 53 or fewer in all (TIME_BITS, DATACENTER_BITS, "
+            "CLOCK_SEQUENCE_BITS, WORKER_BITS, SEQUENCE_BITS), or choose another LAYOUT and "
+            "send IDs to browsers as strings."
+        ),
+        bits=layout.total_bits,
+        when=when,
     )
 
 
@@ -211,133 +235,126 @@ def _check_policy(
         messages.append(
             _error(
                 "E020",
-                f"CLOCK_ROLLBACK {policy!r} is not a rollback policy.",
-                f"Choose one of {', '.join(POLICIES)}.",
+                _("CLOCK_ROLLBACK %(value)s is not a rollback policy."),
+                _("Choose one of %(policies)s."),
+                value=repr(policy),
+                policies=_join(POLICIES),
             )
         )
     bound = values["MAX_ROLLBACK_MS"]
-    if not _is_int(bound) or not 0 <= bound <= MAX_ROLLBACK_LIMIT_MS:
+    if not is_int(bound) or not 0 <= bound <= MAX_ROLLBACK_LIMIT_MS:
         messages.append(
             _error(
                 "E021",
-                f"MAX_ROLLBACK_MS must be an integer from 0 to {MAX_ROLLBACK_LIMIT_MS}, "
-                f"not {bound!r}.",
-                "The default, 5 ms, covers NTP slews. A larger bound makes callers wait that "
-                "long with the generator locked, and the ring policy keeps a slot per time unit.",
+                _("MAX_ROLLBACK_MS must be an integer from 0 to %(max)s, not %(value)s."),
+                _(
+                    "The default, 5 ms, covers NTP slews. A larger bound makes callers wait "
+                    "that long with the generator locked, and the ring policy keeps a slot per "
+                    "time unit."
+                ),
+                max=MAX_ROLLBACK_LIMIT_MS,
+                value=repr(bound),
             )
         )
     if policy == "clock_sequence" and layout is not None and layout.clock_sequence_bits == 0:
         messages.append(
             _error(
                 "E022",
-                "CLOCK_ROLLBACK 'clock_sequence' needs clock-sequence bits, and the layout "
-                "has none.",
-                "Set CLOCK_SEQUENCE_BITS (e.g. 2) and take as many bits from WORKER_BITS or "
-                "SEQUENCE_BITS, or choose another policy.",
+                _(
+                    "CLOCK_ROLLBACK 'clock_sequence' needs clock-sequence bits, and the layout "
+                    "has none."
+                ),
+                _(
+                    "Set CLOCK_SEQUENCE_BITS (e.g. 2) and take as many bits from WORKER_BITS or "
+                    "SEQUENCE_BITS, or choose another policy."
+                ),
             )
         )
+
+
+def allocator_class(values: Mapping[str, Any]) -> type[BaseAllocator] | None:
+    """The ``WORKER_ALLOCATOR`` class, or ``None`` if it names no allocator."""
+    path = conf.allocator_path(values)
+    try:
+        found = import_string(path) if isinstance(path, str) else None
+    except ImportError:
+        return None
+    if isinstance(found, type) and issubclass(found, BaseAllocator) and found is not BaseAllocator:
+        return found
+    return None
 
 
 def _check_allocator(
     values: Mapping[str, Any], layout: BitLayout | None, messages: list[CheckMessage]
 ) -> None:
-    allocator = values["WORKER_ALLOCATOR"]
-    if not isinstance(allocator, str):
-        allocator_class = None
-    else:
-        try:
-            allocator_class = import_string(conf.ALLOCATORS.get(allocator, allocator))
-        except ImportError:
-            allocator_class = None
-    if not (
-        isinstance(allocator_class, type)
-        and issubclass(allocator_class, BaseAllocator)
-        and allocator_class is not BaseAllocator
-    ):
+    allocator = allocator_class(values)
+    if allocator is None:
         messages.append(
             _error(
                 "E030",
-                f"WORKER_ALLOCATOR {allocator!r} is neither a built-in allocator nor an "
-                "importable BaseAllocator subclass.",
-                f"Use one of {', '.join(conf.ALLOCATORS)}, or a dotted path to a subclass of "
-                "django_snowflake.allocators.base.BaseAllocator.",
+                _(
+                    "WORKER_ALLOCATOR %(value)s is neither a built-in allocator nor an "
+                    "importable BaseAllocator subclass."
+                ),
+                _(
+                    "Use one of %(builtins)s, or a dotted path to a subclass of "
+                    "django_snowflake.allocators.base.BaseAllocator."
+                ),
+                value=repr(values["WORKER_ALLOCATOR"]),
+                builtins=_join(conf.ALLOCATORS),
             )
         )
-    datacenter_id = values["DATACENTER_ID"]
-    if layout is not None and not (
-        _is_int(datacenter_id) and 0 <= datacenter_id <= layout.max_datacenter_id
-    ):
-        messages.append(
-            _error(
-                "E033",
-                f"DATACENTER_ID {datacenter_id!r} is outside 0..{layout.max_datacenter_id}.",
-                "Set DATACENTER_BITS wide enough, or choose an ID in range.",
-            )
-        )
-    # By class, so the dotted paths of the built-ins are checked too (else build() raises).
-    if allocator_class is StaticAllocator:
-        _check_static_worker(values, layout, messages)
-    elif allocator_class is HostnameAllocator and layout is not None:
-        hostname = current_hostname()
-        ordinal = hostname_ordinal(hostname)
-        if ordinal is None or ordinal > layout.max_worker_id:
-            messages.append(
-                _error(
-                    "E038",
-                    f"The host name {hostname!r} has no trailing ordinal in "
-                    f"0..{layout.max_worker_id}.",
-                    "The hostname allocator reads StatefulSet pod names such as web-3; use "
-                    'WORKER_ALLOCATOR = "database" elsewhere.',
-                )
-            )
+    else:
+        # The allocator judges the settings it reads, so a subclass inherits its checks.
+        messages.extend(allocator.check(values, layout))
     alias = values["DATABASE"]
     if not isinstance(alias, str) or alias not in settings.DATABASES:
         messages.append(
             _error(
                 "E034",
-                f"DATABASE {alias!r} is not a key of settings.DATABASES.",
-                f"Use one of {', '.join(map(repr, settings.DATABASES))}.",
+                _("DATABASE %(value)s is not a key of settings.DATABASES."),
+                _("Use one of %(aliases)s."),
+                value=repr(alias),
+                aliases=_join(map(repr, settings.DATABASES)),
             )
         )
     lease = values["LEASE_SECONDS"]
-    if not _is_int(lease) or lease < 3:
+    if not is_int(lease) or lease < 3:
         messages.append(
             _error(
                 "E035",
-                f"LEASE_SECONDS must be an integer of at least 3, not {lease!r}.",
-                "The default, 60, renews every 20 seconds.",
+                _("LEASE_SECONDS must be an integer of at least 3, not %(value)s."),
+                _("The default, 60, renews every 20 seconds."),
+                value=repr(lease),
             )
         )
-    if (
-        isinstance(allocator_class, type)
-        and issubclass(allocator_class, DatabaseAllocator)
-        and layout is not None
-        and _is_int(lease)
-        and lease >= 3
-    ):
-        _check_reservation(values, layout, lease, messages)
+    elif allocator is not None and issubclass(allocator, DatabaseAllocator) and layout:
+        # allocators/database.py is not this module's to extend; these belong in its check().
+        messages.extend(_check_reservation(values, layout, lease))
     label = values["PROCESS_LABEL"]
     if not isinstance(label, str) or len(label) > 100:
         messages.append(
             _error(
                 "E036",
-                f"PROCESS_LABEL must be a string of at most 100 characters, not {label!r}.",
-                'Use a short name such as "web" or "celery".',
+                _("PROCESS_LABEL must be a string of at most 100 characters, not %(value)s."),
+                _('Use a short name such as "web" or "celery".'),
+                value=repr(label),
             )
         )
     if not isinstance(values["CLAIM_ON_READY"], bool):
         messages.append(
             _error(
                 "E037",
-                f"CLAIM_ON_READY must be True or False, not {values['CLAIM_ON_READY']!r}.",
-                "Leave it False to claim the worker slot at the first ID.",
+                _("CLAIM_ON_READY must be True or False, not %(value)s."),
+                _("Leave it False to claim the worker slot at the first ID."),
+                value=repr(values["CLAIM_ON_READY"]),
             )
         )
 
 
 def _check_reservation(
-    values: Mapping[str, Any], layout: BitLayout, lease: int, messages: list[CheckMessage]
-) -> None:
+    values: Mapping[str, Any], layout: BitLayout, lease: int
+) -> list[CheckMessage]:
     """E014, E023: the database allocator's reservation must leave room for a time unit and
     for what ``borrow`` takes ahead of the clock.
 
@@ -345,57 +362,61 @@ def _check_reservation(
     clock, and the generator issues only below that limit: a unit longer than the
     reservation never gets below it (``generate()`` renews forever and never returns).
     """
+    messages = []
     reserved_ms = lease * RESERVED_MS_PER_LEASE_SECOND
     unit = layout.time_unit_ms
     if unit > reserved_ms:
         messages.append(
             _error(
                 "E014",
-                f"TIME_UNIT_MS {unit} is longer than the {reserved_ms} ms a lease of "
-                f"LEASE_SECONDS {lease} reserves ahead (three quarters of it): the database "
-                "allocator could never issue an ID.",
-                f"Raise LEASE_SECONDS to {-(-unit // RESERVED_MS_PER_LEASE_SECOND)} or more, or "
-                f"lower TIME_UNIT_MS to {reserved_ms} or less.",
+                _(
+                    "TIME_UNIT_MS %(unit)s is longer than the %(reserved)s ms a lease of "
+                    "LEASE_SECONDS %(lease)s reserves ahead (three quarters of it): the "
+                    "database allocator could never issue an ID."
+                ),
+                _(
+                    "Raise LEASE_SECONDS to %(lease_needed)s or more, or lower TIME_UNIT_MS to "
+                    "%(reserved)s or less."
+                ),
+                unit=unit,
+                reserved=reserved_ms,
+                lease=lease,
+                lease_needed=-(-unit // RESERVED_MS_PER_LEASE_SECOND),
             )
         )
     bound = values["MAX_ROLLBACK_MS"]
-    if values["CLOCK_ROLLBACK"] == "borrow" and _is_int(bound) and bound > reserved_ms:
+    if values["CLOCK_ROLLBACK"] == "borrow" and is_int(bound) and bound > reserved_ms:
         messages.append(
             _error(
                 "E023",
-                f"MAX_ROLLBACK_MS {bound} lets the 'borrow' policy run further ahead of the "
-                f"clock than the {reserved_ms} ms a lease of LEASE_SECONDS {lease} reserves "
-                "(three quarters of it): IDs would stall at the reservation's end instead of "
-                "being borrowed.",
-                f"Lower MAX_ROLLBACK_MS to {reserved_ms} or less, or raise LEASE_SECONDS to "
-                f"{-(-bound // RESERVED_MS_PER_LEASE_SECOND)} or more.",
+                _(
+                    "MAX_ROLLBACK_MS %(bound)s lets the 'borrow' policy run further ahead of "
+                    "the clock than the %(reserved)s ms a lease of LEASE_SECONDS %(lease)s "
+                    "reserves (three quarters of it): IDs would stall at the reservation's end "
+                    "instead of being borrowed."
+                ),
+                _(
+                    "Lower MAX_ROLLBACK_MS to %(reserved)s or less, or raise LEASE_SECONDS to "
+                    "%(lease_needed)s or more."
+                ),
+                bound=bound,
+                reserved=reserved_ms,
+                lease=lease,
+                lease_needed=-(-bound // RESERVED_MS_PER_LEASE_SECOND),
             )
         )
+    return messages
 
 
-def _check_static_worker(
-    values: Mapping[str, Any], layout: BitLayout | None, messages: list[CheckMessage]
-) -> None:
-    worker_id = conf.configured_worker_id(values)
-    source = "WORKER_ID" if values["WORKER_ID"] is not None else f"${conf.WORKER_ID_ENV}"
-    if worker_id is None:
-        messages.append(
-            _error(
-                "E031",
-                "The static allocator needs a worker ID, and none is set.",
-                f'Set SNOWFLAKE["WORKER_ID"] or the {conf.WORKER_ID_ENV} environment variable, '
-                "different in every process.",
-            )
-        )
-    elif layout is not None and not (_is_int(worker_id) and 0 <= worker_id <= layout.max_worker_id):
-        messages.append(
-            _error(
-                "E032",
-                f"The worker ID {worker_id!r} (from {source}) is outside "
-                f"0..{layout.max_worker_id}.",
-                f"The layout has {layout.worker_bits} worker bits; choose an ID in range.",
-            )
-        )
+def _database_allocator_in(databases: Any) -> str | None:
+    """The alias of the worker table when these checks may read it, else ``None``: only the
+    database allocator has one, and only valid settings say where it is."""
+    values = conf.get_settings()
+    alias = values["DATABASE"]
+    if databases is None or alias not in databases or runtime.settings_errors():
+        return None
+    allocator = allocator_class(values)
+    return alias if allocator is not None and issubclass(allocator, DatabaseAllocator) else None
 
 
 def check_worker_table(
@@ -403,16 +424,17 @@ def check_worker_table(
 ) -> list[CheckMessage]:
     """E039: the worker table holds slots claimed under another layout."""
     values = conf.get_settings()
-    if databases is None or values["DATABASE"] not in databases or settings_errors():
+    if databases is None or values["DATABASE"] not in databases or runtime.settings_errors():
         return []
     from django.db import DatabaseError
 
     from .models import WorkerNode
 
+    alias = values["DATABASE"]
     ours = conf.get_layout().fingerprint
     try:
         theirs = (
-            WorkerNode.objects.using(values["DATABASE"])
+            WorkerNode.objects.using(alias)
             .exclude(layout=ours)
             .values_list("layout", flat=True)
             .first()
@@ -424,16 +446,24 @@ def check_worker_table(
     return [
         _error(
             "E039",
-            f"The worker table of database {values['DATABASE']!r} holds slots claimed under "
-            f"the layout {theirs}, but the settings describe {ours}.",
-            "Restore the SNOWFLAKE layout those IDs were made with. Only if no row of any "
-            "table holds an ID of the old layout, delete the old WorkerNode rows.",
+            _(
+                "The worker table of database %(alias)s holds slots claimed under the layout "
+                "%(theirs)s, but the settings describe %(ours)s."
+            ),
+            _(
+                "Restore the SNOWFLAKE layout those IDs were made with. Only if no row of any "
+                "table holds an ID of the old layout, delete the old WorkerNode rows."
+            ),
+            alias=repr(alias),
+            theirs=theirs,
+            ours=ours,
         )
     ]
 
 
 def settings_errors() -> list[str]:
-    """The IDs of the errors that keep the settings from building a generator."""
+    """The IDs of the errors that keep the settings from building a generator: the verdict
+    ``AppConfig.ready()`` hands to :func:`django_snowflake.runtime.configure`."""
     return [message.id or "" for message in check_settings() if message.is_serious()]
 
 
@@ -441,30 +471,29 @@ def check_standbys(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """W030: the worker table's database streams to asynchronous standbys."""
-    values = conf.get_settings()
-    if (
-        databases is None
-        or values["DATABASE"] not in databases
-        or values["WORKER_ALLOCATOR"] != "database"
-        or settings_errors()
-    ):
+    alias = _database_allocator_in(databases)
+    if alias is None:
         return []
-    from .allocators.database import asynchronous_standbys
-
-    alias = values["DATABASE"]
     count = asynchronous_standbys(alias)
     if not count:  # none, or the database does not let us see them
         return []
     return [
         _warning(
             "W030",
-            f"The database {alias!r}, which holds the worker table, replicates to {count} "
-            "asynchronous standby(s): a failover to one may lose the last lease writes.",
-            "No ID repeats: after a failover, claims wait LEASE_SECONDS and a quarter before "
-            'they issue IDs (docs: "High-availability databases"). To lose no write and skip '
-            "that wait, replicate synchronously (synchronous_standby_names, semi-synchronous "
-            "replication) at the cost of a round trip per commit; else silence "
-            "django_snowflake.W030 in SILENCED_SYSTEM_CHECKS.",
+            _(
+                "The database %(alias)s, which holds the worker table, replicates to "
+                "asynchronous standbys (%(count)s): a failover to one may lose the last lease "
+                "writes."
+            ),
+            _(
+                "No ID repeats: after a failover, claims wait LEASE_SECONDS and a quarter "
+                'before they issue IDs (docs: "High-availability databases"). To lose no write '
+                "and skip that wait, replicate synchronously (synchronous_standby_names, "
+                "semi-synchronous replication) at the cost of a round trip per commit; else "
+                "silence django_snowflake.W030 in SILENCED_SYSTEM_CHECKS."
+            ),
+            alias=repr(alias),
+            count=count,
         )
     ]
 
@@ -485,8 +514,8 @@ NARROW_INTEGER_TYPES = frozenset(
 )
 
 
-def _model_warning(id: str, msg: str, hint: str, obj: object) -> Warning:
-    return Warning(msg, hint=hint, obj=obj, id=f"django_snowflake.{id}")
+def _model_warning(id: str, msg: Any, hint: Any, obj: object, **values: object) -> CheckMessage:
+    return settings_message(Warning, id, msg, hint, obj=obj, **values)
 
 
 def is_snowflake_keyed(model: type[Model]) -> bool:
@@ -535,8 +564,9 @@ def check_auto_field_switch(app_configs: Any = None, **kwargs: Any) -> list[Chec
     """
     if not _switched():
         return []
-    # (message, hint, object): one per model declaring its key, one per app pinning its own.
-    overrides: list[tuple[str, str, object]] = []
+    # (message, hint, object, values): one per model declaring its key, one per app pinning
+    # its own.
+    overrides: list[tuple[Any, Any, object, dict[str, object]]] = []
     for app_config in app_configs or apps.get_app_configs():
         if app_config.name == "django_snowflake" or is_installed_package(app_config):
             continue
@@ -552,32 +582,49 @@ def check_auto_field_switch(app_configs: Any = None, **kwargs: Any) -> list[Chec
                 continue
             overrides.append(
                 (
-                    f"{model._meta.label} declares its primary key {pk.name!r} as "
-                    f"{type(pk).__name__}, so it keeps integer keys although "
-                    f"DEFAULT_AUTO_FIELD is {settings.DEFAULT_AUTO_FIELD}.",
-                    "Remove the field to take DEFAULT_AUTO_FIELD, or declare it as "
-                    "SnowflakeAutoField(primary_key=True), then run makemigrations (docs: "
-                    '"Migrating"). If the integer key is deliberate, add "django_snowflake.W040" '
-                    "to SILENCED_SYSTEM_CHECKS.",
+                    _(
+                        "%(model)s declares its primary key %(field)s as %(type)s, so it keeps "
+                        "integer keys although DEFAULT_AUTO_FIELD is %(switch)s."
+                    ),
+                    _(
+                        "Remove the field to take DEFAULT_AUTO_FIELD, or declare it as "
+                        "SnowflakeAutoField(primary_key=True), then run makemigrations (docs: "
+                        '"Migrating"). If the integer key is deliberate, add '
+                        '"django_snowflake.W040" to SILENCED_SYSTEM_CHECKS.'
+                    ),
                     model,
+                    {"model": model._meta.label, "field": repr(pk.name), "type": type(pk).__name__},
                 )
             )
         if pinned:
             config = type(app_config)
-            names = ", ".join(model.__name__ for model in pinned)
             overrides.append(
                 (
-                    f"App {app_config.label!r} sets default_auto_field = "
-                    f"{app_config.default_auto_field!r}, which overrides DEFAULT_AUTO_FIELD = "
-                    f"{settings.DEFAULT_AUTO_FIELD!r}: its models {names} keep integer keys.",
-                    f"Remove default_auto_field from {config.__qualname__} in "
-                    f"{config.__module__} (startapp writes it), then run makemigrations (docs: "
-                    '"Migrating"). If the app keeps integer keys on purpose, add '
-                    '"django_snowflake.W040" to SILENCED_SYSTEM_CHECKS.',
+                    _(
+                        "App %(app)s sets default_auto_field = %(pinned)s, which overrides "
+                        "DEFAULT_AUTO_FIELD = %(switch)s: its models %(models)s keep integer keys."
+                    ),
+                    _(
+                        "Remove default_auto_field from %(config)s in %(module)s (startapp "
+                        'writes it), then run makemigrations (docs: "Migrating"). If the app '
+                        'keeps integer keys on purpose, add "django_snowflake.W040" to '
+                        "SILENCED_SYSTEM_CHECKS."
+                    ),
                     f"{config.__module__}.{config.__qualname__}",
+                    {
+                        "app": repr(app_config.label),
+                        "pinned": repr(app_config.default_auto_field),
+                        "models": _join(model.__name__ for model in pinned),
+                        "config": config.__qualname__,
+                        "module": config.__module__,
+                    },
                 )
             )
-    return [_model_warning("W040", msg, hint, obj) for msg, hint, obj in overrides]
+    switch = repr(settings.DEFAULT_AUTO_FIELD)
+    return [
+        _model_warning("W040", msg, hint, obj, switch=switch, **values)
+        for msg, hint, obj, values in overrides
+    ]
 
 
 def check_admin_mixin(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
@@ -601,14 +648,20 @@ def check_admin_mixin(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
             messages.append(
                 _model_warning(
                     "W041",
-                    f"{type(model_admin).__qualname__} uses SnowflakeAdminMixin, but the "
-                    f"primary key of {model._meta.label} ({type(pk).__name__}) is not a "
-                    "Snowflake: its created column and filter would read every row as "
-                    "created at the epoch.",
-                    "Give the model a SnowflakeAutoField or SnowflakeField primary key (an "
-                    "app's default_auto_field written by startapp keeps BigAutoField: see "
-                    "django_snowflake.W040), or remove SnowflakeAdminMixin from this admin.",
+                    _(
+                        "%(admin)s uses SnowflakeAdminMixin, but the primary key of %(model)s "
+                        "(%(type)s) is not a Snowflake: its created column and filter would "
+                        "read every row as created at the epoch."
+                    ),
+                    _(
+                        "Give the model a SnowflakeAutoField or SnowflakeField primary key (an "
+                        "app's default_auto_field written by startapp keeps BigAutoField: see "
+                        "django_snowflake.W040), or remove SnowflakeAdminMixin from this admin."
+                    ),
                     type(model_admin),
+                    admin=type(model_admin).__qualname__,
+                    model=model._meta.label,
+                    type=type(pk).__name__,
                 )
             )
     return messages
@@ -661,18 +714,25 @@ def check_generic_relations(app_configs: Any = None, **kwargs: Any) -> list[Chec
         kind = object_id.get_internal_type()
         if kind not in NARROW_INTEGER_TYPES:
             continue
-        label = f"{model._meta.label}.{name}"
         messages.append(
             _model_warning(
                 "W042",
-                f"{label} ({kind}) is narrower than the 64-bit keys of Snowflake-keyed models "
-                f"such as {example._meta.label} that its generic relation can hold: saving "
-                "one fails with 'integer out of range' on PostgreSQL and MariaDB.",
-                f"Make {label} a models.PositiveBigIntegerField and run makemigrations. For "
-                "django-taggit, tag Snowflake-keyed models through a model of your own, "
-                "class TaggedX(CommonGenericTaggedItemBase, TaggedItemBase) with object_id = "
-                "models.BigIntegerField(db_index=True), given as TaggableManager(through=...).",
+                _(
+                    "%(field)s (%(type)s) is narrower than the 64-bit keys of Snowflake-keyed "
+                    "models such as %(example)s that its generic relation can hold: saving one "
+                    "fails with 'integer out of range' on PostgreSQL and MariaDB."
+                ),
+                _(
+                    "Make %(field)s a models.PositiveBigIntegerField and run makemigrations. "
+                    "For django-taggit, tag Snowflake-keyed models through a model of your "
+                    "own, class TaggedX(CommonGenericTaggedItemBase, TaggedItemBase) with "
+                    "object_id = models.BigIntegerField(db_index=True), given as "
+                    "TaggableManager(through=...)."
+                ),
                 object_id,
+                field=f"{model._meta.label}.{name}",
+                type=kind,
+                example=example._meta.label,
             )
         )
     return messages

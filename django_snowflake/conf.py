@@ -1,8 +1,9 @@
 """The ``SNOWFLAKE`` setting: defaults, and a lazy view that is read in this module only.
 
 ``conf`` normalises; :mod:`django_snowflake.checks` judges. Nothing here is read at import
-time, and the cache is cleared (and the process-local generator reset) when a test changes
-the setting with ``override_settings``.
+time, and this module's cache is cleared when a test changes the setting with
+``override_settings``. It depends on the layout alone: the owner of the process-local
+generator, :mod:`django_snowflake.runtime`, listens for the change itself and rebuilds.
 """
 
 from __future__ import annotations
@@ -114,6 +115,13 @@ def get_layout() -> BitLayout:
         ) from exc
 
 
+def allocator_path(values: Mapping[str, Any]) -> object:
+    """The dotted path of the ``WORKER_ALLOCATOR`` class (a built-in's name resolved),
+    unvalidated."""
+    name = values["WORKER_ALLOCATOR"]
+    return ALLOCATORS.get(name, name) if isinstance(name, str) else name
+
+
 def configured_worker_id(values: Mapping[str, Any]) -> object:
     """``WORKER_ID``, or else the ``SNOWFLAKE_WORKER_ID`` environment variable, unvalidated."""
     if values["WORKER_ID"] is not None:
@@ -128,10 +136,7 @@ def configured_worker_id(values: Mapping[str, Any]) -> object:
 
 
 @receiver(setting_changed)
-def _reload(*, setting: str, **kwargs: Any) -> None:
+def _clear_cache(*, setting: str, **kwargs: Any) -> None:
     if setting == "SNOWFLAKE":
-        from . import runtime
-
         get_settings.cache_clear()
         get_layout.cache_clear()
-        runtime.reset()

@@ -1,4 +1,10 @@
-"""The process-local generator: built from the settings, reset after fork or a settings change."""
+"""The process-local generator: built from the settings, reset after fork or a settings change.
+
+This module owns the generator, so it listens for ``setting_changed`` itself (as
+django-linear-migrations' cache owner does) and never imports the system checks: they import
+the models, which import the package, which imports this module. ``AppConfig.ready()`` hands
+it the checks' verdict instead (:func:`configure`), once per ``django.setup()``.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +12,64 @@ import atexit
 import functools
 import os
 import threading
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from . import conf
 from .allocators.base import BaseAllocator
 from .generator import SnowflakeGenerator
 
+#: Judges ``settings.SNOWFLAKE``: the IDs of the errors that keep a generator from being built.
+Validator = Callable[[], Sequence[str]]
+
 _lock = threading.Lock()
 _generator: SnowflakeGenerator | None = None
+_validator: Validator | None = None
+# The validator's verdict on the current settings; None until asked, and after they change.
+_errors: tuple[str, ...] | None = None
+
+
+def configure(validator: Validator, *, claim: bool = False) -> None:
+    """Judge the settings with ``validator`` and, when they are valid, build the generator.
+
+    ``AppConfig.ready()`` calls it once per ``django.setup()``; the verdict is kept until the
+    setting changes, so building never judges the settings a second time. ``claim`` claims
+    the worker slot now if ``CLAIM_ON_READY`` asks for it. Raises nothing on bad settings:
+    the system checks report them, and the first ID raises ``ImproperlyConfigured``.
+    """
+    global _validator, _errors
+    _validator = validator
+    _errors = tuple(validator())
+    if _errors:
+        return
+    try:
+        generator = get_generator()
+    except ImproperlyConfigured:
+        return  # the first ID raises it again, pointing at manage.py check
+    if claim and conf.get_settings()["CLAIM_ON_READY"]:
+        generator.ensure_lease()
+
+
+def settings_errors() -> tuple[str, ...]:
+    """The IDs of the errors in the current settings, judged once (none without a validator)."""
+    global _errors
+    errors = _errors
+    if errors is None:
+        errors = _errors = () if _validator is None else tuple(_validator())
+    return errors
 
 
 def build() -> SnowflakeGenerator:
     """A new generator and allocator from ``settings.SNOWFLAKE``.
 
-    Raises ``ImproperlyConfigured`` naming the failing checks when the settings are invalid.
+    Raises ``ImproperlyConfigured`` pointing at ``manage.py check`` when the settings are
+    invalid (naming the failing checks), or when the allocator or generator refuse them.
     """
-    from .checks import settings_errors
-
     errors = settings_errors()
     if errors:
         raise ImproperlyConfigured(
@@ -33,15 +78,27 @@ def build() -> SnowflakeGenerator:
         )
     values = conf.get_settings()
     layout = conf.get_layout()
-    name = values["WORKER_ALLOCATOR"]
-    allocator: BaseAllocator = import_string(conf.ALLOCATORS.get(name, name))(layout, values)
-    return SnowflakeGenerator(
-        layout,
-        lease_source=allocator,
-        rollback=values["CLOCK_ROLLBACK"],
-        max_rollback_ms=values["MAX_ROLLBACK_MS"],
-        on_clock_sequence=allocator.persist_clock_sequence,
-    )
+    try:
+        path = conf.allocator_path(values)
+        if not isinstance(path, str):
+            raise TypeError(f"WORKER_ALLOCATOR must be a string, not {path!r}.")
+        allocator: BaseAllocator = import_string(path)(layout, values)
+        return SnowflakeGenerator(
+            layout,
+            lease_source=allocator,
+            rollback=values["CLOCK_ROLLBACK"],
+            max_rollback_ms=values["MAX_ROLLBACK_MS"],
+            on_clock_sequence=allocator.persist_clock_sequence,
+        )
+    except ImproperlyConfigured:
+        raise
+    except Exception as exc:
+        # What the checks passed, a constructor refused (a custom allocator, a settings
+        # change the checks have not seen): say so in the checks' terms.
+        raise ImproperlyConfigured(
+            f"The Snowflake generator could not be built from SNOWFLAKE: {exc} Run `python "
+            "manage.py check` for the details and hints."
+        ) from exc
 
 
 def get_generator() -> SnowflakeGenerator:
@@ -69,6 +126,14 @@ def reset() -> None:
         generator, _generator = _generator, None
     if generator is not None and isinstance(generator.lease_source, BaseAllocator):
         generator.lease_source.close()
+
+
+@receiver(setting_changed)
+def _settings_changed(*, setting: str, **kwargs: Any) -> None:
+    global _errors
+    if setting == "SNOWFLAKE":
+        _errors = None
+        reset()
 
 
 def _after_fork_in_child() -> None:

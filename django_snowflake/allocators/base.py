@@ -3,23 +3,100 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from django.core.checks import CheckMessage, Error, Warning
+from django.utils.functional import lazy
+from django.utils.translation import gettext_lazy as _
 
 if TYPE_CHECKING:
+    from django_stubs_ext import StrOrPromise
+
     from ..generator import Lease, SnowflakeGenerator
     from ..layout import BitLayout
+
+#: The object every settings check names.
+SETTINGS_OBJ = "settings.SNOWFLAKE"
+
+
+def _interpolate(message: StrOrPromise, values: Mapping[str, object]) -> str:
+    return str(message) % values if values else str(message)
+
+
+# Translated when the message is shown, in the language active then, not when it is made.
+_lazy_interpolate = lazy(_interpolate, str)
+
+
+def settings_message(
+    level: type[Error] | type[Warning],
+    id: str,
+    msg: StrOrPromise,
+    hint: StrOrPromise,
+    /,
+    obj: object = SETTINGS_OBJ,
+    **values: object,
+) -> CheckMessage:
+    """A check message ``django_snowflake.<id>``: ``msg`` and ``hint`` are ``gettext_lazy``
+    strings whose ``%(name)s`` placeholders ``values`` fill in."""
+    return level(
+        _lazy_interpolate(msg, values),
+        hint=_lazy_interpolate(hint, values),
+        obj=obj,
+        id=f"django_snowflake.{id}",
+    )
+
+
+def is_int(value: object) -> TypeGuard[int]:
+    """Whether ``value`` is an ``int`` and not a ``bool``."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class BaseAllocator:
     """Leases worker slots to the process-local generator.
 
-    Subclasses implement :meth:`acquire`. The runtime calls :meth:`close` at a clean exit or
-    when the settings change, and :meth:`after_fork_in_child` in a child process, before the
-    child's generator asks for its own lease.
+    Subclasses implement :meth:`acquire`, and extend :meth:`check` with the settings they
+    read. The runtime calls :meth:`close` at a clean exit or when the settings change, and
+    :meth:`after_fork_in_child` in a child process, before the child's generator asks for
+    its own lease.
     """
 
     #: The name shown by ``show_worker``; the ``WORKER_ALLOCATOR`` value of the built-ins.
     name = "custom"
+
+    @classmethod
+    def check(
+        cls, settings: Mapping[str, Any], layout: BitLayout | None, **kwargs: Any
+    ) -> list[CheckMessage]:
+        """The problems with ``settings`` (``SNOWFLAKE`` with its defaults) for this allocator,
+        as system-check messages; ``layout`` is ``None`` when the settings describe none.
+
+        Extend it as Django's ``Field.check()`` is extended:
+        ``return [*super().check(settings, layout, **kwargs), *own_checks]``. An allocator
+        whose constructor can refuse settings must refuse them here first: ``manage.py
+        check`` shows this method's hints, while a constructor's error only stops the first ID.
+        """
+        datacenter_id = settings["DATACENTER_ID"]
+        if layout is None:
+            return []
+        in_range = is_int(datacenter_id) and 0 <= datacenter_id <= layout.max_datacenter_id
+        if in_range:
+            return []
+        if is_int(datacenter_id):
+            msg = _("DATACENTER_ID %(value)s is outside 0..%(max)s.")
+            hint = _("Set DATACENTER_BITS wide enough, or choose an ID in range.")
+        else:
+            msg = _("DATACENTER_ID must be an integer, not %(value)s.")
+            hint = _("Write DATACENTER_ID as a number from 0 to %(max)s, without quotes.")
+        return [
+            settings_message(
+                Error,
+                "E033",
+                msg,
+                hint,
+                value=repr(datacenter_id),
+                max=layout.max_datacenter_id,
+            )
+        ]
 
     def __init__(self, layout: BitLayout, settings: Mapping[str, Any]) -> None:
         self.layout = layout

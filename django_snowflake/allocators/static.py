@@ -5,19 +5,31 @@ from __future__ import annotations
 import os
 import re
 import socket
+import threading
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..conf import configured_worker_id
-from ..exceptions import WorkerLeaseLost
-from ..generator import Lease
-from .base import BaseAllocator
+from django.core.checks import CheckMessage, Error
+from django.utils.translation import gettext_lazy as _
+
+from ..conf import WORKER_ID_ENV, configured_worker_id
+from ..exceptions import GeneratorClosed, WorkerLeaseLost
+from ..generator import Lease, Run, file_run
+from .base import BaseAllocator, is_int, settings_message
 
 if TYPE_CHECKING:
     from ..generator import SnowflakeGenerator
     from ..layout import BitLayout
 
 _ORDINAL = re.compile(r"-(\d+)$")
+
+# What the closed generators of this process used, per (worker ID, datacenter ID, layout
+# fingerprint): their runs of time units, and whether one of them was in test mode. A new
+# generator for the same slot issues outside them; nothing else remembers them, and a reset
+# (settings change, the snowflake_clock fixture's teardown) must not forget them.
+_used_lock = threading.Lock()
+_used: dict[tuple[int, int, str], tuple[tuple[Run, ...], bool]] = {}
 
 
 class StaticAllocator(BaseAllocator):
@@ -29,11 +41,65 @@ class StaticAllocator(BaseAllocator):
 
     name = "static"
 
+    @classmethod
+    def check(
+        cls, settings: Mapping[str, Any], layout: BitLayout | None, **kwargs: Any
+    ) -> list[CheckMessage]:
+        return [*super().check(settings, layout, **kwargs), *cls.check_worker_id(settings, layout)]
+
+    @classmethod
+    def check_worker_id(
+        cls, settings: Mapping[str, Any], layout: BitLayout | None
+    ) -> list[CheckMessage]:
+        """E031, E032: what :meth:`resolve_worker_id` would refuse, or the layout not hold."""
+        worker_id = configured_worker_id(settings)
+        if worker_id is None:
+            return [
+                settings_message(
+                    Error,
+                    "E031",
+                    _("The static allocator needs a worker ID, and none is set."),
+                    _(
+                        'Set SNOWFLAKE["WORKER_ID"] or the %(variable)s environment variable, '
+                        "different in every process."
+                    ),
+                    variable=WORKER_ID_ENV,
+                )
+            ]
+        if is_int(worker_id) and (layout is None or 0 <= worker_id <= layout.max_worker_id):
+            return []
+        source = "WORKER_ID" if settings["WORKER_ID"] is not None else f"${WORKER_ID_ENV}"
+        if is_int(worker_id):
+            assert layout is not None
+            msg = _("The worker ID %(value)s (from %(source)s) is outside 0..%(max)s.")
+            hint = _("The layout has %(bits)s worker bits; choose an ID in range.")
+        else:
+            msg = _("The worker ID %(value)s (from %(source)s) must be an integer.")
+            hint = _(
+                'Write it as a number without quotes: SNOWFLAKE["WORKER_ID"] = 3, or '
+                "%(variable)s=3 in the environment."
+            )
+        return [
+            settings_message(
+                Error,
+                "E032",
+                msg,
+                hint,
+                value=repr(worker_id),
+                source=source,
+                max=None if layout is None else layout.max_worker_id,
+                bits=None if layout is None else layout.worker_bits,
+                variable=WORKER_ID_ENV,
+            )
+        ]
+
     def __init__(self, layout: BitLayout, settings: Mapping[str, Any]) -> None:
         super().__init__(layout, settings)
         self.worker_id = self.resolve_worker_id()
         self.datacenter_id: int = settings["DATACENTER_ID"]
         self._owner_pid = os.getpid()
+        self._closed = False
+        self._generator: weakref.ref[SnowflakeGenerator] | None = None
 
     def resolve_worker_id(self) -> int:
         worker_id = configured_worker_id(self.settings)
@@ -48,7 +114,38 @@ class StaticAllocator(BaseAllocator):
                 f"process {os.getpid()} is a fork of it and must not share the ID. Give each "
                 'process its own WORKER_ID, or use WORKER_ALLOCATOR = "database".'
             )
-        return Lease(self.worker_id, datacenter_id=self.datacenter_id)
+        if self._closed:
+            raise GeneratorClosed(
+                "This generator's allocator was closed (runtime reset, or settings.SNOWFLAKE "
+                "changed); no ID was issued. Take the current generator from "
+                "django_snowflake.get_generator() instead of keeping one."
+            )
+        self._generator = weakref.ref(generator)
+        with _used_lock:
+            runs, test_mode = _used.get(self._slot_key(), ((), False))
+        if test_mode or generator.test_mode:
+            return Lease(self.worker_id, datacenter_id=self.datacenter_id, history=runs)
+        # Outside tests the clock only moves forward: issuing above the last unit suffices.
+        floor = max((hi for _, hi, _ in runs), default=-1)
+        return Lease(self.worker_id, datacenter_id=self.datacenter_id, floor=floor)
+
+    def close(self) -> None:
+        """Close the generator (it never issues again) and remember the units it used."""
+        self._closed = True
+        generator = self._generator() if self._generator is not None else None
+        if generator is None or os.getpid() != self._owner_pid:
+            return
+        generator.relinquish(final=True)
+        runs = generator.used_runs()
+        with _used_lock:
+            previous, test_mode = _used.get(self._slot_key(), ((), False))
+            merged = list(previous)
+            for run in runs:
+                file_run(merged, *run)
+            _used[self._slot_key()] = (tuple(merged), test_mode or generator.test_mode)
+
+    def _slot_key(self) -> tuple[int, int, str]:
+        return (self.worker_id, self.datacenter_id, self.layout.fingerprint)
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "worker_id": self.worker_id}
@@ -68,6 +165,31 @@ class HostnameAllocator(StaticAllocator):
     """The worker ID from the trailing ordinal of the host name (Kubernetes StatefulSets)."""
 
     name = "hostname"
+
+    @classmethod
+    def check_worker_id(
+        cls, settings: Mapping[str, Any], layout: BitLayout | None
+    ) -> list[CheckMessage]:
+        """E038: the host name carries no worker ID in the layout's range."""
+        if layout is None:
+            return []
+        hostname = current_hostname()
+        ordinal = hostname_ordinal(hostname)
+        if ordinal is not None and ordinal <= layout.max_worker_id:
+            return []
+        return [
+            settings_message(
+                Error,
+                "E038",
+                _("The host name %(hostname)s has no trailing ordinal in 0..%(max)s."),
+                _(
+                    "The hostname allocator reads StatefulSet pod names such as web-3; use "
+                    'WORKER_ALLOCATOR = "database" elsewhere.'
+                ),
+                hostname=repr(hostname),
+                max=layout.max_worker_id,
+            )
+        ]
 
     def resolve_worker_id(self) -> int:
         hostname = current_hostname()
