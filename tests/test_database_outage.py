@@ -21,7 +21,7 @@ import pytest
 from django_snowflake.layout import BitLayout
 from harness import ROOT
 from harness.private_server import PrivateServer
-from harness.processes import expect_line, read_ids
+from harness.processes import expect_line, read_ids, reap
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 
@@ -81,8 +81,7 @@ def test_ids_stop_before_the_lease_ends_and_resume(server: PrivateServer, tmp_pa
         expect_line(worker, "done")
         assert worker.wait(timeout=30) == 0
     finally:
-        worker.kill()
-        worker.wait()
+        reap([worker])
     last_before = milliseconds(issued_while_away[-1])
     # The holder stops a margin before its lease ends in the database, which then lets
     # another process take the slot: no ID of this holder can meet one of the next.
@@ -152,8 +151,7 @@ def test_ids_stop_before_the_lease_ends_while_sqlite_is_locked_and_resume(
         assert worker.wait(timeout=30) == 0
     finally:
         locker.close()
-        worker.kill()
-        worker.wait()
+        reap([worker])
     ids = read_ids(out)
     assert len(set(ids)) == len(ids)
     assert ids == sorted(ids)
