@@ -11,7 +11,6 @@ import signal
 import socket
 import statistics
 import time
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,8 @@ from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
 from harness import private_server
 from harness.processes import expect_line, read_ids
+
+from .slots import expired_slot, held_slot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -116,22 +117,6 @@ def test_killed_holder_slot_is_reused_only_after_its_lease(spawn: Any, tmp_path:
     new_ids = read_ids(tmp_path / "after")
     assert min(new_ids) > max(killed_ids)
     assert not set(new_ids) & set(killed_ids)
-
-
-def expired_slot(worker_id: int, last_timestamp: int, *, layout: str, **fields: Any) -> WorkerNode:
-    long_ago = timezone.now() - timedelta(hours=1)
-    fields.setdefault("host_name", "elsewhere")
-    return WorkerNode.objects.create(
-        worker_id=worker_id,
-        process_id=1,
-        launched_at=long_ago,
-        heartbeat_at=long_ago,
-        lease_expires_at=long_ago,
-        last_timestamp=last_timestamp,
-        layout=layout,
-        token="previous",
-        **fields,
-    )
 
 
 @pytest.mark.parametrize(
@@ -257,19 +242,8 @@ def test_a_clock_too_far_off_the_database_claims_nothing(
 
 def test_no_worker_available_when_every_slot_is_held(database_generator: Any) -> None:
     generator = database_generator(WORKER_BITS=2)
-    later = timezone.now() + timedelta(hours=1)
     for worker_id in range(4):
-        WorkerNode.objects.create(
-            worker_id=worker_id,
-            host_name="elsewhere",
-            process_id=1,
-            launched_at=timezone.now(),
-            heartbeat_at=timezone.now(),
-            lease_expires_at=later,
-            last_timestamp=0,
-            layout=generator.layout.fingerprint,
-            token="live",
-        )
+        held_slot(worker_id, layout=generator.layout.fingerprint)
     with pytest.raises(NoWorkerAvailable, match="All 4 worker slots are leased"):
         generate()
 
