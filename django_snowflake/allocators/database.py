@@ -29,14 +29,13 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, IntegrityError, OperationalError, connections
 from django.db.models import Case, F, Min, When
 from django.db.models.functions import Greatest, Now
-from django.db.models.sql import Query
-from django.utils import timezone
 
 from ..exceptions import LayoutMismatch, NoWorkerAvailable, SnowflakeError, WorkerLeaseLost
 from ..generator import Lease
@@ -62,20 +61,28 @@ class ClockOffsetTooLarge(SnowflakeError):
     """Raised when this server's clock and the database's differ by more than a lease allows."""
 
 
+#: Seconds since 1970 by the database server's clock. As numbers, not datetimes: SQLite's
+#: ``Now()`` is UTC and MySQL's is in the session's zone, while Django reads naive values in
+#: TIME_ZONE (USE_TZ = False) or UTC, so a datetime could be read hours off.
+EPOCH_NOW = {
+    "postgresql": "SELECT EXTRACT(EPOCH FROM STATEMENT_TIMESTAMP())",
+    "mysql": "SELECT UNIX_TIMESTAMP(NOW(6))",
+    "sqlite": "SELECT (julianday('now') - 2440587.5) * 86400.0",
+}
+
+
 def database_now(alias: str) -> datetime:
-    """The database server's current time, as an aware datetime."""
+    """The database server's current time, as an aware datetime in UTC."""
     connection = connections[alias]
-    expression = Now()
-    sql, params = Query(None).get_compiler(connection=connection).compile(expression)
+    if connection.vendor not in EPOCH_NOW:
+        raise ImproperlyConfigured(
+            f"The database allocator supports PostgreSQL, MySQL, MariaDB and SQLite, not "
+            f"{connection.vendor}."
+        )
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {sql}", params)
-        (value,) = cursor.fetchone()
-    for converter in connection.ops.get_db_converters(expression):
-        value = converter(value, expression, connection)
-    assert isinstance(value, datetime), value
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, timezone.get_default_timezone())
-    return value
+        cursor.execute(EPOCH_NOW[connection.vendor])
+        (seconds,) = cursor.fetchone()
+    return datetime.fromtimestamp(float(seconds), tz=UTC)
 
 
 def node_type() -> str:
@@ -538,7 +545,7 @@ class DatabaseAllocator(BaseAllocator):
             nodes.update(released_at=Now(), lease_expires_at=Now())
         raise LayoutMismatch(self.layout.fingerprint, other)
 
-    def _incarnation_floor(self) -> tuple[str, datetime | None, int]:
+    def _incarnation_floor(self) -> tuple[str, Any, int]:
         """The database's incarnation, when it was first seen, and the time unit at or below
         which a claim may not issue because of a failover (-1: none).
 
@@ -556,17 +563,32 @@ class DatabaseAllocator(BaseAllocator):
         if not incarnation:
             return "", None, -1
         nodes = self._node().objects.using(self.alias)
-        since = nodes.filter(incarnation=incarnation).aggregate(first=Min("incarnation_since"))[
-            "first"
-        ]
+        # Stored back as read (a round trip through Django keeps the value whatever the
+        # zones), but measured by the database, which knows the zone it wrote it in.
+        since: Any = nodes.filter(incarnation=incarnation).aggregate(
+            first=Min("incarnation_since")
+        )["first"]
         if since is None:
-            since = database_now(self.alias)
+            since, seen_s = Now(), database_now(self.alias).timestamp()
+        else:
+            seen_s = self._first_seen(incarnation)
         # A database that was never a standby nor restored lost no write, unless its rows
         # came from another server (a dump restored into a new one).
         if original and not nodes.exclude(incarnation__in=(incarnation, "")).exists():
             return incarnation, since, -1
-        ready_ms = since.timestamp() * 1000 + self.lease_seconds * 1000 + self.margin_ms
+        ready_ms = seen_s * 1000 + self.lease_seconds * 1000 + self.margin_ms
         return incarnation, since, self.layout.to_units(math.ceil(ready_ms))
+
+    def _first_seen(self, incarnation: str) -> float:
+        """Seconds since 1970 at which the rows of ``incarnation`` first saw it."""
+        connection = connections[self.alias]
+        epoch = {"postgresql": "EXTRACT(EPOCH FROM {})", "mysql": "UNIX_TIMESTAMP({})"}
+        column = epoch[connection.vendor].format("MIN(incarnation_since)")
+        table = connection.ops.quote_name(self._node()._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT {column} FROM {table} WHERE incarnation = %s", [incarnation])
+            (seconds,) = cursor.fetchone()
+        return float(seconds)
 
     def _hold_after_failover(
         self, generator: SnowflakeGenerator, lease: Lease, resume_floor: int
