@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 
 class SnowflakeError(Exception):
     """Base class for every error this package raises."""
@@ -29,6 +31,33 @@ class ClockMovedBackwards(SnowflakeError):
 
 class ClockOutsideLifespan(SnowflakeError):
     """Raised when the clock is before the layout's epoch or past its lifespan end."""
+
+    def __init__(self, now_ms: int, *, epoch: datetime, end: datetime) -> None:
+        self.now_ms = now_ms
+        self.epoch = epoch
+        self.end = end
+        reads = f"The clock reads {now_ms} ms since 1970"
+        epoch_ms = int(epoch.timestamp() * 1000)
+        if now_ms < epoch_ms:
+            super().__init__(
+                f"{reads} ({_iso(now_ms)}), before the layout's epoch {epoch.isoformat()}; no "
+                "ID can be issued. A test that freezes or moves time there needs an earlier "
+                'epoch in its test settings: SNOWFLAKE["EPOCH"] = '
+                f'"{_iso(now_ms)[:4]}-01-01T00:00:00Z" or earlier (the test database only, '
+                "never mixed with production IDs)."
+            )
+        else:
+            super().__init__(
+                f"{reads}, outside the layout's lifespan ({epoch.isoformat()} to "
+                f"{end.isoformat()}); no ID can be issued."
+            )
+
+
+def _iso(ms: int) -> str:
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
+    except (OverflowError, ValueError, OSError):
+        return f"{ms} ms"
 
 
 class NoWorkerAvailable(SnowflakeError):

@@ -9,10 +9,19 @@ when the lease runs out and after ``fork()``. The uniqueness argument rests on t
 * a lease carries a *floor* (issue only above it: the previous holders' reserved time) and a
   *limit* (issue only below it: this holder's reservation, persisted before it is used);
 * after ``fork()`` the child drops the lease, so parent and child never share a slot.
+
+Test suites move the system clock (freezegun, time-machine, the ``snowflake_clock`` fixture),
+which no rule above allows. A generator in *test mode* therefore keeps the *runs* of time
+units it used in its slot and, when the system clock goes back or stands still, issues in a
+unit it never used or just above the run that holds the clock's unit (DESIGN section 5,
+"Frozen clocks"). Test mode starts when the lease says so (the static allocator does when
+freezegun or time-machine is loaded: no production process imports them) or a test clock is
+put under the generator; it costs the real clock's fast path nothing.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import operator
 import os
@@ -33,6 +42,8 @@ from .layout import BitLayout
 
 Clock = Callable[[], int]
 Sleep = Callable[[float], None]
+Run = tuple[int, int, int]
+"""Time units ``lo`` to ``hi`` that a slot may have used, and the last sequence used in ``hi``."""
 
 POLICIES = ("raise", "wait", "borrow", "clock_sequence", "ring")
 
@@ -48,14 +59,41 @@ def system_clock() -> int:
     return time.time_ns() // 1_000_000
 
 
-def precise_sleep(seconds: float) -> None:
+def precise_sleep(seconds: float, _perf_counter: Callable[[], float] = time.perf_counter) -> None:
     """Sleep ``seconds``, spinning for the last millisecond: ``time.sleep`` overshoots by
     50-100 µs, which would cost a 1 ms-unit layout several percent of its throughput."""
-    deadline = time.perf_counter() + seconds
+    # The real perf_counter, bound as a default: freezegun replaces ``time.perf_counter``, and
+    # every module attribute holding it, with a frozen one on which this spin never ends.
+    deadline = _perf_counter() + seconds
     if seconds > 0.002:
         time.sleep(seconds - 0.001)
-    while time.perf_counter() < deadline:
+    while _perf_counter() < deadline:
         pass
+
+
+def fake_time_loaded() -> bool:
+    """Whether freezegun or time-machine is imported: then the process is a test suite."""
+    return "freezegun" in sys.modules or "time_machine" in sys.modules
+
+
+def _run_lo(run: Run) -> int:
+    return run[0]
+
+
+def file_run(runs: list[Run], lo: int, hi: int, seq: int) -> None:
+    """Add the run ``lo..hi`` to the sorted ``runs``, merged with the runs it overlaps or
+    touches, so that the unit after a run is never part of another."""
+    i = bisect.bisect_left(runs, lo, key=_run_lo)
+    if i and runs[i - 1][1] + 1 >= lo:
+        i -= 1
+    while i < len(runs) and runs[i][0] <= hi + 1:
+        other_lo, other_hi, other_seq = runs.pop(i)
+        lo = min(lo, other_lo)
+        if other_hi > hi:
+            hi, seq = other_hi, other_seq
+        elif other_hi == hi:
+            seq = max(seq, other_seq)
+    runs.insert(i, (lo, hi, seq))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +103,9 @@ class Lease:
     ``floor`` and ``limit`` are in time units since the epoch: the holder issues IDs only with
     times strictly above ``floor`` and strictly below ``limit`` (``None``: until the layout's
     lifespan ends). ``clock_sequence`` is the slot's current clock-sequence value.
+    ``history``, for a slot that earlier generators of this process used in test mode: the
+    runs they used (see :meth:`SnowflakeGenerator.used_runs`); the holder issues outside them
+    and is in test mode.
     """
 
     worker_id: int
@@ -72,6 +113,7 @@ class Lease:
     floor: int = -1
     limit: int | None = None
     clock_sequence: int = 0
+    history: tuple[Run, ...] | None = None
 
 
 class LeaseSource(Protocol):
@@ -166,6 +208,13 @@ class SnowflakeGenerator:
         self._window_start = self._window_end = 0
         self._ids = _SPENT
         self._limit = -1  # issue only time units below this
+        # _issue() takes units above _high directly only below _bound: _limit once the
+        # lease's first unit is started; -1 in test mode, where every new unit consults
+        # _history, the runs used before the current one, [_active_lo, _high] (module doc).
+        self._bound = -1
+        self._history: list[Run] | None = None
+        self._active_lo = 0
+        self._top = -1  # test mode: the highest unit of the history
         self._floor = -1  # the ring policy never rolls back to or below this unit
         self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
         self._ring: list[tuple[int, int]] | None = None
@@ -191,7 +240,25 @@ class SnowflakeGenerator:
     @property
     def last_timestamp(self) -> int:
         """The highest time unit this generator has used (-1 before the first ID)."""
-        return self._high
+        return max(self._high, self._top)
+
+    @property
+    def test_mode(self) -> bool:
+        """Whether the generator keeps the runs of units it used, for clocks tests move."""
+        return self._history is not None
+
+    def used_runs(self) -> tuple[Run, ...]:
+        """The runs of time units this generator may have used in its slot, sorted.
+
+        Outside test mode that is one run, from the first unit of the lease to the last.
+        """
+        with self._lock:
+            self._disarm()
+            runs = list(self._history or ())
+            if self._high >= self._active_lo:
+                file_run(runs, self._active_lo, self._high, self._seq_at_high())
+            self._arm()
+            return tuple(runs)
 
     def now(self) -> int:
         """The generator's clock, in milliseconds since 1970."""
@@ -212,6 +279,10 @@ class SnowflakeGenerator:
             saved = self._clock, self._sleep
             self._clock, self._sleep = clock, sleep
             self._disarm()  # the fast path reads the system clock
+            if clock is not system_clock and self._history is None:
+                # A test drives time: the system clock will be behind it afterwards.
+                self._history = []
+                self._rebound()
             return saved
 
     # Issuing IDs.
@@ -299,14 +370,17 @@ class SnowflakeGenerator:
             t = (now - self._epoch) // self._unit
             if t < 0 or t > self._max_time:
                 raise ClockOutsideLifespan(
-                    f"The clock reads {now} ms since 1970, outside the layout's lifespan "
-                    f"({self.layout.epoch_datetime.isoformat()} to "
-                    f"{self.layout.lifespan_end.isoformat()}); no ID can be issued."
+                    now, epoch=self.layout.epoch_datetime, end=self.layout.lifespan_end
                 )
             if t > self._high:
-                if t >= self._limit:
-                    self._acquire()
-                    continue
+                if t >= self._bound:
+                    if t >= self._limit:
+                        self._acquire()
+                        continue
+                    issued = self._advance_to(t)
+                    if issued is None:
+                        continue
+                    return issued
                 return self._start_unit(t)
             if t == self._last:
                 if self._seq < self._max_seq:
@@ -326,24 +400,110 @@ class SnowflakeGenerator:
         self._base = t << self._time_shift | self._node
         return self._base
 
+    def _advance_to(self, u: int) -> int | None:
+        """Start unit ``u``, above ``_high`` and below the limit (lock held).
+
+        In test mode a gap before ``u`` closes the current run, and a ``u`` inside a run of
+        the history continues that run at its top instead (None: the caller's loop goes on).
+        """
+        history = self._history
+        if history is None:
+            if self._high < self._active_lo:
+                self._active_lo = u  # the first unit of this lease
+            self._bound = self._limit
+            return self._start_unit(u)
+        if u > self._high + 1:
+            self._save_run()
+            self._active_lo = u
+        i = bisect.bisect_right(history, u, key=_run_lo) - 1
+        if i < 0 or history[i][1] < u:
+            return self._start_unit(u)
+        lo, hi, seq = history.pop(i)
+        self._active_lo = min(self._active_lo, lo)
+        self._high = self._last = hi
+        self._base = hi << self._time_shift | self._node
+        self._seq = seq
+        if seq < self._max_seq:
+            self._seq += 1
+            return self._base | self._seq
+        return None  # spent: the unit after it belongs to no run
+
+    def _save_run(self) -> None:
+        """Test mode: file the current run in the history (lock held)."""
+        if self._high >= self._active_lo:
+            assert self._history is not None
+            file_run(self._history, self._active_lo, self._high, self._seq_at_high())
+            self._top = max(self._top, self._high)
+            self._active_lo = self._high + 1
+
+    def _seq_at_high(self) -> int:
+        return self._seq if self._last == self._high else self._max_seq
+
+    def _rebound(self) -> None:
+        self._bound = (
+            -1 if self._history is not None or self._high < self._active_lo else self._limit
+        )
+
+    def _travel(self, t: int) -> int | None:
+        """Test mode: the system clock was moved back to unit ``t`` (lock held).
+
+        Issues in ``t`` when this slot never used it here, else just above what it used
+        there: IDs never repeat, and their time is the clock's where it can be.
+        """
+        t = max(t, self._floor + 1)  # below the lease's floor, the time is other holders'
+        if t >= self._active_lo:  # inside the current run: go on at its top
+            if self._last != self._high:
+                self._last = self._high
+                self._seq = self._max_seq
+                self._base = self._high << self._time_shift | self._node
+            if self._seq < self._max_seq:
+                self._seq += 1
+                return self._base | self._seq
+            return self._step()
+        self._save_run()
+        self._high = t - 1
+        self._active_lo = t
+        return self._advance_to(t)
+
+    def _step(self) -> int | None:
+        """Test mode: take the unit after ``_high`` now, the clock standing still."""
+        if self._high + 1 > self._max_time:
+            raise ClockOutsideLifespan(
+                self.layout.unit_start_ms(self._high + 1),
+                epoch=self.layout.epoch_datetime,
+                end=self.layout.lifespan_end,
+            )
+        if self._high + 1 >= self._limit:
+            self._acquire()  # renews the limit, or raises
+            return None
+        return self._advance_to(self._high + 1)
+
     def _exhausted(self, now: int) -> int | None:
         """The current unit's sequence is spent: borrow the next unit or wait for it."""
         if self.rollback == "borrow":
             next_start = self.layout.unit_start_ms(self._high + 1)
             if next_start - now <= self.max_rollback_ms and self._high + 1 < self._limit:
-                return self._start_unit(self._high + 1)
-            self._wait_until(next_start - self.max_rollback_ms, now)
+                return self._advance_to(self._high + 1)
+            target = next_start - self.max_rollback_ms
         else:
-            self._wait_until(self.layout.unit_start_ms(self._last + 1), now)
+            target = self.layout.unit_start_ms(self._last + 1)
+        self._wait_until(target, now)
+        if self._history is not None and self._clock is system_clock and self._clock() < target:
+            # The system clock did not move while we slept: frozen (freezegun, time-machine
+            # with tick=False). The next unit would never come; take it, as a logical clock.
+            return self._step()
         return None
 
     def _behind(self, now: int, t: int) -> int | None:
         """The clock reads a unit at or below ``_high`` other than the current one."""
+        if self._history is not None and self._clock is system_clock:
+            return self._travel(t)  # a test moved the system clock (or let it go)
         behind = self.layout.unit_start_ms(self._high) - now
         policy = self.rollback
         if policy == "ring":
             if t > self._floor and self._high - t < self._ring_size and t < self._limit:
                 self._remember_unit()
+                self._active_lo = min(self._active_lo, t)
                 unit, seq = self._ring[t % self._ring_size]  # type: ignore[index]
                 self._last = t
                 self._seq = seq if unit == t else -1
@@ -359,6 +519,7 @@ class SnowflakeGenerator:
         elif policy == "clock_sequence":
             if self.clock_sequence < self.layout.max_clock_sequence:
                 self._set_clock_sequence(self.clock_sequence + 1)
+                self._active_lo = min(self._active_lo, t)
                 self._high = self._last = t - 1
                 self._seq = self._max_seq
                 return None
@@ -441,14 +602,24 @@ class SnowflakeGenerator:
             self._limit = max(self._limit, limit)
         else:
             self._limit = limit
+            # The runs used belong to the slot: a new slot starts a new history.
+            if lease.history is not None:
+                self._history = list(lease.history)
+                self._top = max((hi for _, hi, _ in lease.history), default=-1)
+            elif self._history is not None:
+                self._history = []
         if not same_slot or lease.floor > self._high:
             # A fresh slot: the unit at the floor (or our own last unit) counts as used.
+            if self._history is not None and same_slot:
+                self._save_run()
             self._high = self._last = max(self._high, lease.floor)
             self._seq = self._max_seq
             self._floor = self._high
+            self._active_lo = self._high + 1
             if self._ring is not None:
                 self._ring = [(-1, -1)] * self._ring_size
         self._base = self._last << self._time_shift | self._node if self._last >= 0 else 0
+        self._rebound()
 
     def extend(self, lease: Lease, limit: int) -> bool:
         """Raise the limit of ``lease`` once its new reservation is persisted.
@@ -459,6 +630,7 @@ class SnowflakeGenerator:
             if self.lease is not lease:
                 return False
             self._limit = max(self._limit, min(limit, self._max_time + 1))
+            self._rebound()
             return True
 
     def revoke(self, lease: Lease) -> None:
@@ -476,14 +648,14 @@ class SnowflakeGenerator:
         """
         with self._lock:
             self.closed = self.closed or final
-            lease, high = self.lease, self._high
+            lease, high = self.lease, self.last_timestamp
             self._drop_lease()
             return lease, high
 
     def _drop_lease(self) -> None:
         self._disarm()
         self.lease = None
-        self._limit = -1
+        self._limit = self._bound = -1
         self._seq = self._max_seq
 
     def _after_fork_in_child(self) -> None:

@@ -15,7 +15,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..conf import WORKER_ID_ENV, configured_worker_id
 from ..exceptions import GeneratorClosed, WorkerLeaseLost
-from ..generator import Lease, Run, file_run
+from ..generator import Lease, Run, fake_time_loaded, file_run
 from .base import BaseAllocator, is_int, settings_message
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class StaticAllocator(BaseAllocator):
         self._generator = weakref.ref(generator)
         with _used_lock:
             runs, test_mode = _used.get(self._slot_key(), ((), False))
-        if test_mode or generator.test_mode:
+        if test_mode or generator.test_mode or fake_time_loaded():
             return Lease(self.worker_id, datacenter_id=self.datacenter_id, history=runs)
         # Outside tests the clock only moves forward: issuing above the last unit suffices.
         floor = max((hi for _, hi, _ in runs), default=-1)
