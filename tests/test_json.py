@@ -190,7 +190,7 @@ def test_a_plain_drf_serializer_writes_numbers_and_coerce_bigint_covers_only_the
 ) -> None:
     order = Order(id=KEY + 2, customer_id=KEY, total=decimal.Decimal("83.00"))
     assert PlainOrderSerializer(order).data == {"id": KEY + 2, "customer": KEY, "total": "83.00"}
-    # DRF 3.16's COERCE_BIGINT_TO_STRING reaches BigIntegerField serializer fields, not the
+    # DRF's COERCE_BIGINT_TO_STRING (3.18 here) reaches BigIntegerField serializer fields, not the
     # PrimaryKeyRelatedField of a foreign key: it is not enough alone.
     settings.REST_FRAMEWORK = {"COERCE_BIGINT_TO_STRING": True}
     assert PlainOrderSerializer(order).data == {
