@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -239,17 +240,21 @@ def _paired(section: dict[str, Any], key: str, baseline: str) -> float:
     return statistics.median(ours / theirs for ours, theirs in runs)
 
 
-# A probe of the database's side of a key, run apart from the benchmark (a fixed record).
-CREATE_PROBE = (
-    "A probe of the database's side alone (23 November 2026, autocommit, the four variants "
-    "in turns of 500 rows, medians of 7 runs of 5,000): a bare ``INSERT ... RETURNING id`` "
-    "into the ``BigAutoField`` table took 321.5 µs, a bare ``INSERT`` of a Snowflake row "
-    "289.9 µs, so all a database-made key costs is 32 µs a row (1.10x); Django's "
-    "``create()`` added 88 µs to the first and 99 µs to the second (one more value through "
-    "Django's compiler and psycopg's quoting, and an ID that at this rate is nearly always the "
-    "first of its millisecond, which takes ``generate()``'s locked path: 3.9 µs, against "
-    "0.5 µs for the next ID of the same millisecond)."
-)
+# A probe of the database's side of a key, run once apart from the benchmark: a dated record,
+# kept in benchmarks/probes/ rather than in the code.
+CREATE_PROBE = Path(__file__).resolve().parent / "probes" / "create.txt"
+
+
+def _sentences(note: str) -> str:
+    """A list item one sentence per line (continuations indented under the item's text), so
+    the generated page changes by lines as its figures do."""
+    parts = note.split("``")
+    for index in range(0, len(parts), 2):  # outside inline literals only
+        text = re.sub(r"(?<=\.) (?=[A-Z0-9*])", "\n  ", parts[index])
+        if index + 1 < len(parts):  # a sentence that starts with a literal
+            text = re.sub(r"(?<=\.) $", "\n  ", text)
+        parts[index] = text
+    return "``".join(parts)
 
 
 def _analysis(results: dict[str, Any]) -> str:
@@ -325,7 +330,7 @@ def _analysis(results: dict[str, Any]) -> str:
             "for the key: ``BigAutoField``'s ``INSERT`` has the server draw it from a sequence "
             "and send it back (``RETURNING id``), which Django reads into the instance; "
             "SnowflakeModel's sends one more parameter, made by ``generate()``. "
-            + CREATE_PROBE
+            + CREATE_PROBE.read_text().strip()
             + f" 1.15x needs SnowflakeModel's ``create()`` "
             f"{micros['bigauto'] - micros['bigauto'] / 1.15:.0f} µs below ``BigAutoField``'s, "
             "more than all a database-made key costs: out of reach without skipping work of "
@@ -378,7 +383,7 @@ def _analysis(results: dict[str, Any]) -> str:
             )
     if not notes:
         return ""
-    return "Targets not reached, and why:\n\n" + "\n".join(notes) + "\n\n"
+    return "Targets not reached, and why:\n\n" + "\n".join(map(_sentences, notes)) + "\n\n"
 
 
 NOTES = """How the figures are taken: every section interleaves its variants (each round runs each
