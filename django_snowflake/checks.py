@@ -143,16 +143,18 @@ def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> Bi
         )
     try:
         epoch_ms = parse_epoch(values["EPOCH"])
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError):
+        # parse_epoch's reason is English: the hint names every form that is read instead.
         messages.append(
             _error(
                 "E010",
-                _("EPOCH is invalid: %(error)s."),
+                _("EPOCH %(value)s is not a time this package can read."),
                 _(
-                    'Use an ISO-8601 string with a time zone ("2025-01-01T00:00:00Z"), an aware '
-                    "datetime, or integer milliseconds since 1970."
+                    "Use a time from 1970 on: an ISO-8601 string with a time zone "
+                    '("2025-01-01T00:00:00Z"), an aware datetime, or integer milliseconds since '
+                    "1970."
                 ),
-                error=exc,
+                value=repr(values["EPOCH"]),
             )
         )
         return None

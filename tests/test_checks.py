@@ -310,6 +310,24 @@ def test_E032_worker_id_out_of_range(worker_id: object) -> None:
 
 
 @pytest.mark.parametrize(
+    ("snowflake", "says"),
+    [
+        ({"WORKER_ID": "3"}, "The worker ID '3' (from WORKER_ID) must be an integer."),
+        ({"WORKER_ID": 2.0}, "The worker ID 2.0 (from WORKER_ID) must be an integer."),
+        ({"WORKER_ID": 1024}, "The worker ID 1024 (from WORKER_ID) is outside 0..1023."),
+        ({"WORKER_ID": 1, "DATACENTER_ID": "0"}, "DATACENTER_ID must be an integer, not '0'."),
+        ({"WORKER_ID": 1, "DATACENTER_ID": 1}, "DATACENTER_ID 1 is outside 0..0."),
+    ],
+)
+def test_E032_E033_say_what_is_wrong(snowflake: dict[str, Any], says: str) -> None:
+    # A quoted number is not "outside 0..1023": it is not a number.
+    with override_settings(SNOWFLAKE={"WORKER_ALLOCATOR": "static", **snowflake}):
+        (message,) = check_settings()
+    assert str(message.msg) == says
+    assert ("without quotes" in str(message.hint)) == ("integer" in says)
+
+
+@pytest.mark.parametrize(
     ("environ", "expected"),
     [
         ("7", []),

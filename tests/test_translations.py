@@ -16,15 +16,20 @@ from datetime import timedelta
 from html.parser import HTMLParser
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import pytest
 from babel.messages.pofile import read_po
+from django.contrib.admin import AdminSite, ModelAdmin
+from django.contrib.auth.models import User
 from django.core.management import call_command
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone, translation
 
 import django_snowflake
+from django_snowflake.admin import SnowflakeAdminMixin
+from django_snowflake.checks import check_admin_mixin, check_settings
 from django_snowflake.forms import SnowflakeFormField
 from django_snowflake.models import WorkerNode
 from django_snowflake.rest_framework import SnowflakeField
@@ -219,3 +224,70 @@ def test_show_worker_report_is_translated(language: str) -> None:
         call_command("show_worker", stdout=out)
     labels = " ".join(line.split(":")[0] for line in out.getvalue().splitlines() if ":" in line)
     assert untranslated_in(labels, language) == []
+
+
+# Settings that make each settings check speak, the wrong value of one key at a time.
+CHECKED_SETTINGS: list[object] = [
+    ["not", "a", "dict"],  # E001
+    {"WORKER_ALLOCATOR": "static", "WORKER_ID": 1, "LAYOUTS": 1, "LAYOUT": "nope"},  # E002 E003
+    {"TIME_UNIT_MS": 0, "TIME_BITS": -1},  # E012 E004
+    {"TIME_BITS": 50},  # E005
+    {"TIME_BITS": 0, "WORKER_BITS": 11},  # E006
+    {"EPOCH": "yesterday"},  # E010
+    {"EPOCH": "2999-01-01T00:00:00Z"},  # E011
+    {"TIME_BITS": 20},  # E013
+    {"LAYOUT": "js_safe", "TIME_BITS": 42},  # E007
+    {"TIME_UNIT_MS": 3_600_000},  # E014
+    {"CLOCK_ROLLBACK": "nope", "MAX_ROLLBACK_MS": -1},  # E020 E021
+    {"CLOCK_ROLLBACK": "clock_sequence"},  # E022
+    {"CLOCK_ROLLBACK": "borrow", "MAX_ROLLBACK_MS": 50_000},  # E023
+    {"WORKER_ALLOCATOR": "nope", "DATABASE": "nope", "LEASE_SECONDS": 1},  # E030 E034 E035
+    {"WORKER_ALLOCATOR": "static"},  # E031
+    {"WORKER_ALLOCATOR": "static", "WORKER_ID": "3", "DATACENTER_ID": "0"},  # E032 E033
+    {"WORKER_ALLOCATOR": "static", "WORKER_ID": 4096, "DATACENTER_ID": 7},  # E032 E033
+    {"PROCESS_LABEL": 5, "CLAIM_ON_READY": "yes"},  # E036 E037
+    {"WORKER_ALLOCATOR": "hostname"},  # E038
+]
+
+
+def check_messages(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The messages of the settings checks under each of CHECKED_SETTINGS, made in English."""
+    monkeypatch.setenv("HOSTNAME", "web")
+    monkeypatch.delenv("SNOWFLAKE_WORKER_ID", raising=False)
+    messages = []
+    for snowflake in CHECKED_SETTINGS:
+        with override_settings(SNOWFLAKE=snowflake):
+            messages += check_settings()
+    return messages
+
+
+def test_every_settings_check_speaks(monkeypatch: pytest.MonkeyPatch) -> None:
+    spoken = {message.id for message in check_messages(monkeypatch)}
+    numbers = [*range(1, 8), *range(10, 15), *range(20, 24), *range(30, 39)]
+    assert {f"django_snowflake.E0{n:02}" for n in numbers} - spoken == set()
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_check_messages_and_hints_are_translated(
+    monkeypatch: pytest.MonkeyPatch, language: str
+) -> None:
+    messages = check_messages(monkeypatch)
+    english = "\n".join(f"{message.msg}\n{message.hint}" for message in messages)
+    # Made before the language was chosen, read in it: translated when shown, not when made.
+    with translation.override(django_code(language)):
+        text = "\n".join(f"{message.msg}\n{message.hint}" for message in messages)
+    assert text != english
+    assert untranslated_in(text, language) == []
+
+
+class UserAdmin(SnowflakeAdminMixin, ModelAdmin):  # type: ignore[type-arg]
+    """The mixin on a model whose key is not a Snowflake, for W041."""
+
+
+def test_the_model_check_messages_are_translated() -> None:
+    site = AdminSite(name="translated")  # all_sites holds it weakly: gone after the test
+    site.register(User, UserAdmin)
+    (message,) = check_admin_mixin()
+    for language in LANGUAGES:
+        with translation.override(django_code(language)):
+            assert untranslated_in(f"{message.msg}\n{message.hint}", language) == []
