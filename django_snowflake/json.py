@@ -46,6 +46,15 @@ def js_safe(value: Any) -> Any:
     return _js_safe(value, set())
 
 
+# Values returned as they are, by exact type: most of a response, checked without a call.
+_LEAVES = frozenset({str, float, bool, type(None)})
+
+
+def _is_leaf(value: Any) -> bool:
+    kind = type(value)
+    return kind in _LEAVES or (kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER)
+
+
 def _js_safe(value: Any, path: set[int]) -> Any:
     if isinstance(value, int):
         if not isinstance(value, bool) and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
@@ -56,8 +65,10 @@ def _js_safe(value: Any, path: set[int]) -> Any:
     path.add(id(value))
     try:
         if isinstance(value, dict):
-            return {key: _js_safe(item, path) for key, item in value.items()}
-        return [_js_safe(item, path) for item in value]
+            return {
+                key: item if _is_leaf(item) else _js_safe(item, path) for key, item in value.items()
+            }
+        return [item if _is_leaf(item) else _js_safe(item, path) for item in value]
     finally:
         path.discard(id(value))
 
