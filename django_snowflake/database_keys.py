@@ -10,8 +10,11 @@ a Snowflake of the project's layout.
   released at once (never one held to commit). An ID is ``base + counter`` read in layout units
   (time, then sequence), so the logical clock never goes back, whatever the server's clock does.
 - MariaDB: a stored function may not be a column ``DEFAULT``, so a ``BEFORE INSERT`` trigger per
-  table calls it. The same two parts: a sequence, and the base in a one-row Aria table (not
-  transactional, so never locked to commit) that only ever grows.
+  table calls it. The same two parts: a sequence, and the base in a one-row MyISAM table that
+  only ever grows. MyISAM is not transactional, so the base is never locked to commit nor
+  rolled back, and it takes no part in the caller's transaction: Aria did, and MariaDB then
+  refused every ``SAVEPOINT`` (a nested ``atomic()``) after a key was made. (``SETVAL`` on a
+  sequence would do too, but takes only literals, and a function may not run dynamic SQL.)
 - SQLite: ``django_snowflake_id()`` is registered on every Django connection and returns
   :func:`django_snowflake.generate` (the process's own worker slot). A connection without it
   (the ``sqlite3`` shell) fails the INSERT with "unknown function".
@@ -34,6 +37,7 @@ import contextvars
 import functools
 import hashlib
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,8 +57,7 @@ from .layout import BitLayout
 
 FUNCTION = "django_snowflake_id"
 COUNTER = "django_snowflake_id_counter"
-PG_BASE = "django_snowflake_id_base"
-MARIADB_BASE = "django_snowflake_id_base"
+BASE = "django_snowflake_id_base"
 # The database's worker slot in WorkerNode.
 DATABASE_HOST = "(database)"
 DATABASE_LABEL = "database"
@@ -123,7 +126,7 @@ def install_sql(vendor: str, layout: BitLayout) -> list[str]:
         )
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
-            f"CREATE SEQUENCE IF NOT EXISTS {PG_BASE} AS bigint MINVALUE 0 START 0",
+            f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
             f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
 -- Layout {layout.fingerprint}. An ID is m = base + counter in layout units: time
@@ -133,9 +136,9 @@ DECLARE
     b1 bigint; b2 bigint; n bigint; m bigint; now_u bigint;
 BEGIN
     LOOP
-        SELECT last_value INTO b1 FROM {PG_BASE};
+        SELECT last_value INTO b1 FROM {BASE};
         n := nextval('{COUNTER}');
-        SELECT last_value INTO b2 FROM {PG_BASE};
+        SELECT last_value INTO b2 FROM {BASE};
         CONTINUE WHEN b1 <> b2;
         m := b1 + n;
         now_u := {now_units};
@@ -146,10 +149,10 @@ BEGIN
         -- session lock keeps two catch-ups from lowering base; it is never held to commit.
         PERFORM pg_advisory_lock({PG_LOCK_KEY});
         BEGIN
-            SELECT last_value INTO b1 FROM {PG_BASE};
+            SELECT last_value INTO b1 FROM {BASE};
             SELECT last_value INTO n FROM {COUNTER};
             IF b1 + n < (now_u << {sb}) THEN
-                PERFORM setval('{PG_BASE}', (now_u << {sb}) - n);
+                PERFORM setval('{BASE}', (now_u << {sb}) - n);
             END IF;
         EXCEPTION WHEN OTHERS THEN
             PERFORM pg_advisory_unlock({PG_LOCK_KEY});
@@ -165,14 +168,16 @@ $snowflake$""",
             f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms})"
             f" / {layout.time_unit_ms})"
         )
-        base = f"(SELECT base FROM {MARIADB_BASE} WHERE id = 1)"
+        base = f"(SELECT base FROM {BASE} WHERE id = 1)"
         return [
             f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
-            # Aria is not transactional: the base is read as last written (no snapshot) and
-            # its UPDATE locks the table for that statement only, never to commit.
-            f"CREATE TABLE IF NOT EXISTS {MARIADB_BASE} "
-            "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=Aria",
-            f"INSERT IGNORE INTO {MARIADB_BASE} (id, base) VALUES (1, 0)",
+            # Not transactional: the base is read as last written (no snapshot), and its
+            # UPDATE locks the table for that statement only.
+            f"CREATE TABLE IF NOT EXISTS {BASE} "
+            "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=MyISAM",
+            # A base made by an earlier version in Aria keeps its value.
+            f"ALTER TABLE {BASE} ENGINE=MyISAM",
+            f"INSERT IGNORE INTO {BASE} (id, base) VALUES (1, 0)",
             f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT
 NOT DETERMINISTIC MODIFIES SQL DATA
 COMMENT 'Layout {layout.fingerprint}'
@@ -193,7 +198,7 @@ BEGIN
                 RETURN {compose};
             END IF;
             SET n = NEXT VALUE FOR {COUNTER};
-            UPDATE {MARIADB_BASE} SET base = GREATEST(base, (now_u << {sb}) - n) WHERE id = 1;
+            UPDATE {BASE} SET base = GREATEST(base, (now_u << {sb}) - n) WHERE id = 1;
         END IF;
     END LOOP;
 END""",
@@ -293,14 +298,14 @@ def raise_floor(using: str, vendor: str, layout: BitLayout, units: int) -> None:
     with connections[using].cursor() as cursor:
         if vendor == "postgresql":
             cursor.execute(
-                f"SELECT setval('{PG_BASE}', GREATEST(last_value, %s - "
-                f"(SELECT last_value FROM {COUNTER}))) FROM {PG_BASE}",
+                f"SELECT setval('{BASE}', GREATEST(last_value, %s - "
+                f"(SELECT last_value FROM {COUNTER}))) FROM {BASE}",
                 [target],
             )
         elif vendor == "mysql":
             cursor.execute(
-                f"UPDATE {MARIADB_BASE} SET base = GREATEST(base, %s - "
-                f"(NEXT VALUE FOR {COUNTER})) WHERE id = 1",
+                f"UPDATE {BASE} SET base = GREATEST(base, %s - (NEXT VALUE FOR {COUNTER})) "
+                "WHERE id = 1",
                 [target],
             )
 
@@ -357,9 +362,8 @@ def claim_operation() -> Any:
 
 
 def _is_database_keyed(field: Any) -> bool:
-    from .fields import SnowflakeAutoField
-
-    return isinstance(field, SnowflakeAutoField) and field.has_database_default
+    # Only SnowflakeAutoField has the attribute; fields.py imports this module, not back.
+    return getattr(field, "has_database_default", False) is True
 
 
 class SnowflakeSchemaEditorMixin:
@@ -467,34 +471,50 @@ def _database_keyed_tables() -> frozenset[str]:
     )
 
 
+# Django's INSERT of objects with no field to write: ``("id") VALUES (NULL), (NULL) ...`` on
+# SQLite, whose explicit NULL bypasses the column's DEFAULT.
+_KEY_ONLY_INSERT = re.compile(r'INSERT INTO "([^"]+)" \("[^"]+"\) VALUES \(NULL\)(?:, \(NULL\))*')
+
+
+def _claim_now(connection: BaseDatabaseWrapper, *, opening: bool = False) -> None:
+    """Claim the process's worker slot unless it holds one (SQLite).
+
+    SQLite's ``django_snowflake_id()`` is this process's generator, called while the INSERT
+    holds the database's one write lock, and the claim of a process's first ID writes
+    ``WorkerNode`` on the allocator's own connection: it would wait for that lock, or for the
+    shared lock of a transaction that has read, until the busy timeout. So the claim is made
+    when nothing is held yet: as a connection opens, and before an INSERT outside a
+    transaction (after a reset). A claim that fails before an INSERT (no table before
+    ``migrate``) is not tried again on that connection; the function raises if it needs an ID.
+    """
+    if getattr(connection, "_snowflake_claim_failed", False):
+        return
+    if threading.current_thread().name.startswith("snowflake-"):
+        return  # the allocator's own connection
+    from . import runtime
+
+    generator = runtime._generator
+    if generator is not None and generator.lease is None:
+        try:
+            generator.ensure_lease()
+        except (SnowflakeError, DatabaseError):
+            if not opening:
+                connection._snowflake_claim_failed = True  # type: ignore[attr-defined]
+
+
 def _claim_before_insert(
     execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]
 ) -> Any:
-    """Claim the process's worker slot before an INSERT outside a transaction (SQLite).
-
-    SQLite's ``django_snowflake_id()`` is this process's generator, called while the INSERT
-    holds the database's one write lock. The first ID of a process needs a claim, which writes
-    ``WorkerNode`` on the allocator's own connection: inside the INSERT it would wait for the
-    lock the INSERT holds, until the busy timeout. Outside a transaction nothing is held yet,
-    so the claim is made first. Inside one, the claim is left to the function, as for any
-    first ID generated in a transaction that has written (docs: "Worker IDs").
-    """
-    connection = context["connection"]
-    if (
-        sql.startswith('INSERT INTO "')
-        and not connection.in_atomic_block
-        and not getattr(connection, "_snowflake_claim_failed", False)
-        and sql.split('"', 2)[1] in _database_keyed_tables()
-        and not threading.current_thread().name.startswith("snowflake-")
-    ):
-        from . import runtime
-
-        generator = runtime._generator
-        if generator is not None and generator.lease is None:
-            try:
-                generator.ensure_lease()
-            except (SnowflakeError, DatabaseError):  # the function raises it if it needs an ID
-                connection._snowflake_claim_failed = True
+    """Before an INSERT into a table whose key the function makes (SQLite): claim outside a
+    transaction, and give a key-only INSERT the function instead of NULL."""
+    if sql.startswith('INSERT INTO "') and sql.split('"', 2)[1] in _database_keyed_tables():
+        connection = context["connection"]
+        if not connection.in_atomic_block:
+            _claim_now(connection, opening=True)
+        key_only = _KEY_ONLY_INSERT.match(sql)
+        if key_only:
+            values = key_only.group(0).replace("(NULL)", f"({FUNCTION}())")
+            sql = values + sql[key_only.end() :]
     return execute(sql, params, many, context)
 
 
@@ -505,8 +525,10 @@ def prepare_connection(connection: BaseDatabaseWrapper) -> None:
     connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
     if connection.vendor == "sqlite" and connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
-        if _claim_before_insert not in connection.execute_wrappers:
-            connection.execute_wrappers.append(_claim_before_insert)
+        if _database_keyed_tables():
+            if _claim_before_insert not in connection.execute_wrappers:
+                connection.execute_wrappers.append(_claim_before_insert)
+            _claim_now(connection, opening=True)
 
 
 def _on_connection_created(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext, override_settings
 
@@ -30,6 +31,7 @@ from django_snowflake.database_keys import (
 )
 from django_snowflake.exceptions import SnowflakeError
 from django_snowflake.models import WorkerNode
+from tests.testapp.models import Basket, Writer
 
 SERVER = pytest.mark.skipif(
     connection.vendor == "sqlite", reason="SQLite's function is the process's generator"
@@ -202,3 +204,32 @@ def test_contrib_auth_many_to_many_rows_get_keys_under_the_switch() -> None:
         "rows": [2, 2, 1],
         "keys_are_snowflakes": True,
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_with_nothing_but_its_key() -> None:
+    """Django inserts it naming no column but the key, ``INSERT ... ("id") VALUES (NULL)`` on
+    SQLite, which bypassed the column's DEFAULT: "NOT NULL constraint failed"."""
+    started = datetime.now(UTC).replace(microsecond=0)
+    baskets = [Basket.objects.create() for _ in range(3)]
+    Basket.objects.bulk_create([Basket(), Basket()])
+    keys = list(Basket.objects.values_list("pk", flat=True))
+    assert len(set(keys)) == 5
+    assert all(django_snowflake.decode(key).timestamp >= started for key in keys)
+    assert {basket.pk for basket in baskets} <= set(keys)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_savepoints_after_a_database_made_key() -> None:
+    """MariaDB refused every SAVEPOINT once the function had written its base to a
+    non-transactional table in the transaction (error 1178): a nested atomic(), a
+    get_or_create after a create, taggit in the admin, TestCase tests."""
+    with transaction.atomic():
+        time.sleep(0.01)  # behind the wall clock: the function moves its base
+        Writer.objects.create(name="a")
+        with transaction.atomic():
+            Writer.objects.create(name="b")
+        with contextlib.suppress(ValueError), transaction.atomic():
+            Writer.objects.create(name="c")
+            raise ValueError("rolled back to the savepoint")
+    assert sorted(Writer.objects.values_list("name", flat=True)) == ["a", "b"]

@@ -7,6 +7,7 @@ factories) run under its test settings.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,24 @@ def test_the_first_key_of_a_process_made_by_sqlite_claims_before_the_insert(
     )
     pk = int(manage("shell", "-v0", "-c", code, db=db).stdout)
     assert pk > 2**40
+
+
+def test_the_first_key_of_a_process_inside_a_transaction_that_has_read(tmp_path: Path) -> None:
+    # Inside atomic(), after a read, the caller's connection holds a shared lock until its
+    # transaction ends, so a claim's write waited for it until the busy timeout (m2m add(),
+    # the admin's views, ATOMIC_REQUESTS, when they made a process's first key).
+    db = tmp_path / "shop.sqlite3"
+    manage("migrate", db=db)
+    code = (
+        "from django.db import transaction;"
+        "from shop.models import Customer;"
+        "atomic = transaction.atomic();"
+        "atomic.__enter__();"
+        "Customer.objects.count();"
+        "print(Customer.objects.create(name='First', email='first@example.com').pk);"
+        "atomic.__exit__(None, None, None)"
+    )
+    started = time.monotonic()
+    pk = int(manage("shell", "-v0", "-c", code, db=db).stdout)
+    assert pk > 2**40
+    assert time.monotonic() - started < 8, "the claim waited for the busy timeout"

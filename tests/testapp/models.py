@@ -157,3 +157,12 @@ class SnowflakePlace(SnowflakeModel):
 
 class SnowflakeRestaurant(SnowflakePlace):
     serves_pizza = models.BooleanField(default=False)
+
+
+class Basket(models.Model):
+    """Nothing but its SnowflakeAutoField key: Django inserts it with no column given."""
+
+    products = models.ManyToManyField(Tag, blank=True)
+
+    def __str__(self) -> str:
+        return f"basket {self.pk}"
