@@ -77,7 +77,8 @@ def test_claim_herd(spawn: Any, tmp_path: Path) -> None:
         spawn("generate", "--count", "10", "--out", str(tmp_path / f"ids{n}"), *barriers)
         for n in range(32)
     ]
-    time.sleep(1)  # let the interpreters import Django before the starting gun
+    for process in processes:  # every interpreter has imported Django
+        expect_line(process, "ready", timeout=120)
     start.touch()
     claims = [expect_line(process, "claimed", timeout=120)[1:] for process in processes]
     go.touch()  # every lease was held at once until here
@@ -99,11 +100,24 @@ def test_killed_holder_slot_is_reused_only_after_its_lease(spawn: Any, tmp_path:
     held_worker = int(expect_line(holder, "claimed")[1])
     while not issued.exists() or issued.stat().st_size < 8 * 1000:
         time.sleep(0.01)
+    # The next claimant is set up first: it claims as soon as the holder is dead, well inside
+    # the lease (a fresh interpreter on a busy machine can take longer than the lease to start).
+    start = tmp_path / "start"
+    during = spawn(
+        "generate",
+        "--count",
+        "10",
+        "--out",
+        str(tmp_path / "during"),
+        "--start",
+        str(start),
+        snowflake=short,
+    )
+    expect_line(during, "ready", timeout=120)
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     killed_ids = read_ids(issued)
-
-    during = spawn("generate", "--count", "10", "--out", str(tmp_path / "during"), snowflake=short)
+    start.touch()
     assert int(expect_line(during, "claimed")[1]) != held_worker
     assert during.wait(timeout=60) == 0
 

@@ -21,7 +21,9 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 def generate(args: argparse.Namespace) -> None:
     from django_snowflake import generate as next_id
 
-    wait_for(args.start)
+    if args.start:
+        report("ready")  # set up: the claim follows the starting gun at once
+        wait_for(args.start)
     claim()
     wait_for(args.go)
     write_ids(args.out, [next_id() for _ in range(args.count)])
@@ -99,7 +101,7 @@ def main() -> None:
     parser.add_argument("--out", default="")
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--children", type=int, default=3)
-    parser.add_argument("--start", help="wait for this file before claiming")
+    parser.add_argument("--start", help="report ready, then wait for this file before claiming")
     parser.add_argument("--go", help="wait for this file after claiming")
     args = parser.parse_args()
 
