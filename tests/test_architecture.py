@@ -19,10 +19,9 @@ PAGE = ROOT / "docs" / "architecture.rst"
 # Names the package's __init__ defines: ``from . import generate`` imports __init__.
 PUBLIC = {"decode", "generate", "generate_many", "get_generator", "max_id_for", "min_id_for"}
 WITHOUT_DJANGO = 3
-# An import that points up today, to go (issue 15, item 1): database_keys asks whether a field
-# is a database-keyed SnowflakeAutoField, while fields imports database_keys. The test fails
-# when it is gone too, so that this entry goes with it.
-KNOWN_UPWARD = {("database_keys", "fields")}
+# Imports that point up, each with its reason; none today. An entry fails the test once its
+# import is gone, so that it goes with it.
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def rows() -> list[list[str]]:
