@@ -215,6 +215,7 @@ class SnowflakeGenerator:
         self._history: list[Run] | None = None
         self._active_lo = 0
         self._top = -1  # test mode: the highest unit of the history
+        self._slot: tuple[int, int] | None = None  # (worker, datacenter) of the last lease
         self._floor = -1  # the ring policy never rolls back to or below this unit
         self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
         self._ring: list[tuple[int, int]] | None = None
@@ -598,14 +599,22 @@ class SnowflakeGenerator:
         self.lease = lease
         self.clock_sequence = lease.clock_sequence
         self._node = self._node_bits()
+        self._slot = (lease.worker_id, lease.datacenter_id)
         if same_slot:
             self._limit = max(self._limit, limit)
         else:
             self._limit = limit
             # The runs used belong to the slot: a new slot starts a new history.
             if lease.history is not None:
-                self._history = list(lease.history)
-                self._top = max((hi for _, hi, _ in lease.history), default=-1)
+                history = list(lease.history)
+                if self._slot == (lease.worker_id, lease.datacenter_id):
+                    # The slot again, after a fork: the parent's runs are ours too.
+                    for run in self._history or ():
+                        file_run(history, *run)
+                    if self._high >= self._active_lo:
+                        file_run(history, self._active_lo, self._high, self._seq_at_high())
+                self._history = history
+                self._top = max((hi for _, hi, _ in history), default=self._top)
             elif self._history is not None:
                 self._history = []
         if not same_slot or lease.floor > self._high:
