@@ -1,0 +1,55 @@
+"""The subprocess harness that tests, stress runs and benchmarks share (``harness/``)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.child import write_ids
+from harness.processes import Lines, expect_line, read_ids, reap
+
+
+def python(code: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def test_reap_kills_what_still_runs_and_closes_every_pipe() -> None:
+    sleeping = python("import time; time.sleep(60)")
+    finished = python("print('done')")
+    finished.wait()
+    reap([sleeping, finished])
+    assert sleeping.returncode == -signal.SIGKILL
+    assert finished.returncode == 0
+    assert sleeping.stdout is not None and sleeping.stdout.closed
+    assert finished.stdout is not None and finished.stdout.closed
+
+
+def test_expect_line_returns_the_words_or_names_what_came() -> None:
+    process = python("print('claimed 3 0.004')")
+    try:
+        assert expect_line(process, "claimed") == ["claimed", "3", "0.004"]
+        with pytest.raises(RuntimeError, match="expected 'done', got ''"):
+            expect_line(process, "done")  # the child has exited: an empty line
+    finally:
+        reap([process])
+
+
+def test_lines_time_out_with_an_empty_line() -> None:
+    process = python("import time; print('ready', flush=True); time.sleep(60)")
+    try:
+        lines = Lines(process)
+        assert lines.next(time.monotonic() + 30) == "ready\n"
+        assert lines.next(time.monotonic() + 0.2) == ""
+    finally:
+        reap([process])
+
+
+def test_ids_written_by_a_child_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "ids"
+    write_ids(str(path), [1, 2**62, 7])
+    assert read_ids(path) == [1, 2**62, 7]
