@@ -11,10 +11,10 @@ when the lease runs out and after ``fork()``. The uniqueness argument rests on t
 * after ``fork()`` the child drops the lease, so parent and child never share a slot.
 
 Test suites move the system clock (freezegun, time-machine, the ``snowflake_clock`` fixture),
-which no rule above allows. A generator in *test mode* therefore keeps the *runs* of time
-units it used in its slot and, when the system clock goes back or stands still, issues in a
-unit it never used or just above the run that holds the clock's unit (DESIGN section 5,
-"Frozen clocks"). Test mode starts when the lease says so (the static allocator does when
+which no rule above allows. A generator in *test mode* therefore keeps the last sequence of
+every time unit it used in its slot (:class:`UsedTime`) and, when the system clock goes back
+or stands still, goes on in the clock's unit or, that unit spent, the next one with sequence
+left (DESIGN section 5, "Frozen clocks"). Test mode starts when the lease says so (the static allocator does when
 freezegun or time-machine is loaded: no production process imports them) or a test clock is
 put under the generator; it costs the real clock's fast path nothing.
 """
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import operator
 import os
 import sys
@@ -42,8 +43,6 @@ from .layout import BitLayout
 
 Clock = Callable[[], int]
 Sleep = Callable[[float], None]
-Run = tuple[int, int, int]
-"""Time units ``lo`` to ``hi`` that a slot may have used, and the last sequence used in ``hi``."""
 
 POLICIES = ("raise", "wait", "borrow", "clock_sequence", "ring")
 
@@ -76,24 +75,53 @@ def fake_time_loaded() -> bool:
     return "freezegun" in sys.modules or "time_machine" in sys.modules
 
 
-def _run_lo(run: Run) -> int:
-    return run[0]
+class UsedTime:
+    """What a slot used, in test mode: the last sequence of each time unit, and spans of
+    units to treat as spent (used before test mode began, their sequences unknown)."""
 
+    def __init__(self) -> None:
+        self.units: dict[int, int] = {}
+        self.spans: list[tuple[int, int]] = []  # sorted, disjoint (lo, hi)
 
-def file_run(runs: list[Run], lo: int, hi: int, seq: int) -> None:
-    """Add the run ``lo..hi`` to the sorted ``runs``, merged with the runs it overlaps or
-    touches, so that the unit after a run is never part of another."""
-    i = bisect.bisect_left(runs, lo, key=_run_lo)
-    if i and runs[i - 1][1] + 1 >= lo:
-        i -= 1
-    while i < len(runs) and runs[i][0] <= hi + 1:
-        other_lo, other_hi, other_seq = runs.pop(i)
-        lo = min(lo, other_lo)
-        if other_hi > hi:
-            hi, seq = other_hi, other_seq
-        elif other_hi == hi:
-            seq = max(seq, other_seq)
-    runs.insert(i, (lo, hi, seq))
+    def copy(self) -> UsedTime:
+        other = UsedTime()
+        other.units = dict(self.units)
+        other.spans = list(self.spans)
+        return other
+
+    def note(self, unit: int, seq: int) -> None:
+        """Record that ``unit`` used sequences up to ``seq``."""
+        if seq > self.units.get(unit, -1):
+            self.units[unit] = seq
+
+    def spend(self, lo: int, hi: int) -> None:
+        """Treat units ``lo`` to ``hi`` as spent."""
+        spans = [*self.spans, (lo, hi)]
+        spans.sort()
+        merged: list[tuple[int, int]] = []
+        for start, end in spans:
+            if merged and start <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            else:
+                merged.append((start, end))
+        self.spans = merged
+
+    def merge(self, other: UsedTime) -> None:
+        for unit, seq in other.units.items():
+            self.note(unit, seq)
+        for lo, hi in other.spans:
+            self.spend(lo, hi)
+
+    def after_spans(self, unit: int) -> int:
+        """``unit``, or the first unit after the spent span that holds it."""
+        i = bisect.bisect_right(self.spans, (unit, math.inf)) - 1
+        if i >= 0 and self.spans[i][1] >= unit:
+            return self.spans[i][1] + 1
+        return unit
+
+    def top(self) -> int:
+        """The highest unit used (-1: none)."""
+        return max(max(self.units, default=-1), max((hi for _, hi in self.spans), default=-1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,9 +131,9 @@ class Lease:
     ``floor`` and ``limit`` are in time units since the epoch: the holder issues IDs only with
     times strictly above ``floor`` and strictly below ``limit`` (``None``: until the layout's
     lifespan ends). ``clock_sequence`` is the slot's current clock-sequence value.
-    ``history``, for a slot that earlier generators of this process used in test mode: the
-    runs they used (see :meth:`SnowflakeGenerator.used_runs`); the holder issues outside them
-    and is in test mode.
+    ``history``, for a slot that earlier generators of this process used: what they used
+    (see :meth:`SnowflakeGenerator.used_time`); the holder issues outside it and is in test
+    mode.
     """
 
     worker_id: int
@@ -113,7 +141,7 @@ class Lease:
     floor: int = -1
     limit: int | None = None
     clock_sequence: int = 0
-    history: tuple[Run, ...] | None = None
+    history: UsedTime | None = dataclasses.field(default=None, compare=False)
 
 
 class LeaseSource(Protocol):
@@ -209,12 +237,15 @@ class SnowflakeGenerator:
         self._ids = _SPENT
         self._limit = -1  # issue only time units below this
         # _issue() takes units above _high directly only below _bound: _limit once the
-        # lease's first unit is started; -1 in test mode, where every new unit consults
-        # _history, the runs used before the current one, [_active_lo, _high] (module doc).
+        # lease's first unit is started; -1 in test mode, where every unit is entered
+        # through _enter(), which keeps _used (module doc).
         self._bound = -1
-        self._history: list[Run] | None = None
-        self._active_lo = 0
-        self._top = -1  # test mode: the highest unit of the history
+        self._used: UsedTime | None = None
+        self._active_lo = 0  # the first unit used under the current lease
+        # Test mode: the clock's unit when the generator last followed it (-1: not yet). A
+        # clock at or above it but below _high has not gone back: the units between were
+        # spent, or used by an earlier generator. Below it, a test clock was rewound.
+        self._entry = -1
         self._slot: tuple[int, int] | None = None  # (worker, datacenter) of the last lease
         self._floor = -1  # the ring policy never rolls back to or below this unit
         self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
@@ -241,25 +272,26 @@ class SnowflakeGenerator:
     @property
     def last_timestamp(self) -> int:
         """The highest time unit this generator has used (-1 before the first ID)."""
-        return max(self._high, self._top)
+        return self._high
 
     @property
     def test_mode(self) -> bool:
-        """Whether the generator keeps the runs of units it used, for clocks tests move."""
-        return self._history is not None
+        """Whether the generator keeps what it used, for clocks that tests move."""
+        return self._used is not None
 
-    def used_runs(self) -> tuple[Run, ...]:
-        """The runs of time units this generator may have used in its slot, sorted.
-
-        Outside test mode that is one run, from the first unit of the lease to the last.
-        """
+    def used_time(self) -> UsedTime:
+        """What this generator used in its slot (outside test mode: one spent span, from
+        the first unit of the lease to the last)."""
         with self._lock:
             self._disarm()
-            runs = list(self._history or ())
-            if self._high >= self._active_lo:
-                file_run(runs, self._active_lo, self._high, self._seq_at_high())
+            used = self._used.copy() if self._used is not None else UsedTime()
+            if self._used is not None:
+                if self._last >= 0:
+                    used.note(self._last, self._seq)
+            elif self._high >= self._active_lo:
+                used.spend(self._active_lo, self._high)
             self._arm()
-            return tuple(runs)
+            return used
 
     def now(self) -> int:
         """The generator's clock, in milliseconds since 1970."""
@@ -280,9 +312,13 @@ class SnowflakeGenerator:
             saved = self._clock, self._sleep
             self._clock, self._sleep = clock, sleep
             self._disarm()  # the fast path reads the system clock
-            if clock is not system_clock and self._history is None:
+            self._entry = -1  # another clock: it has not gone back yet
+            if clock is not system_clock and self._used is None:
                 # A test drives time: the system clock will be behind it afterwards.
-                self._history = []
+                self._used = UsedTime()
+                if self._high >= self._active_lo:
+                    self._used.spend(self._active_lo, self._high)
+                    self._seq = self._max_seq
                 self._rebound()
             return saved
 
@@ -378,7 +414,8 @@ class SnowflakeGenerator:
                     if t >= self._limit:
                         self._acquire()
                         continue
-                    issued = self._advance_to(t)
+                    self._entry = t
+                    issued = self._enter(t)
                     if issued is None:
                         continue
                     return issued
@@ -401,95 +438,79 @@ class SnowflakeGenerator:
         self._base = t << self._time_shift | self._node
         return self._base
 
-    def _advance_to(self, u: int) -> int | None:
-        """Start unit ``u``, above ``_high`` and below the limit (lock held).
+    def _enter(self, u: int) -> int | None:
+        """Issue in unit ``u`` (above ``_high``, below the limit, outside test mode); lock held.
 
-        In test mode a gap before ``u`` closes the current run, and a ``u`` inside a run of
-        the history continues that run at its top instead (None: the caller's loop goes on).
+        In test mode ``u`` may be any unit: the unit left is recorded in ``_used``, and a
+        spent ``u`` gives way to the next unit with sequence left (None: the caller's loop
+        goes on, to renew the lease first).
         """
-        history = self._history
-        if history is None:
+        used = self._used
+        if used is None:
             if self._high < self._active_lo:
                 self._active_lo = u  # the first unit of this lease
             self._bound = self._limit
             return self._start_unit(u)
-        if u > self._high + 1:
-            self._save_run()
-            self._active_lo = u
-        i = bisect.bisect_right(history, u, key=_run_lo) - 1
-        if i < 0 or history[i][1] < u:
-            return self._start_unit(u)
-        lo, hi, seq = history.pop(i)
-        self._active_lo = min(self._active_lo, lo)
-        self._high = self._last = hi
-        self._base = hi << self._time_shift | self._node
-        self._seq = seq
-        if seq < self._max_seq:
-            self._seq += 1
-            return self._base | self._seq
-        return None  # spent: the unit after it belongs to no run
-
-    def _save_run(self) -> None:
-        """Test mode: file the current run in the history (lock held)."""
-        if self._high >= self._active_lo:
-            assert self._history is not None
-            file_run(self._history, self._active_lo, self._high, self._seq_at_high())
-            self._top = max(self._top, self._high)
-            self._active_lo = self._high + 1
-
-    def _seq_at_high(self) -> int:
-        return self._seq if self._last == self._high else self._max_seq
+        if self._ring is not None:
+            self._remember_unit()
+        if self._last >= 0:
+            used.note(self._last, self._seq)
+        while True:
+            u = used.after_spans(u)
+            if u > self._max_time:
+                raise ClockOutsideLifespan(
+                    self.layout.unit_start_ms(u),
+                    epoch=self.layout.epoch_datetime,
+                    end=self.layout.lifespan_end,
+                )
+            if u >= self._limit:
+                self._last, self._seq = -1, self._max_seq
+                return None
+            seq = used.units.pop(u, -1)
+            if seq < self._max_seq:
+                break
+            used.units[u] = seq
+            u += 1
+        self._high = max(self._high, u)
+        self._last = u
+        self._seq = seq + 1
+        self._base = u << self._time_shift | self._node
+        return self._base | self._seq
 
     def _rebound(self) -> None:
-        self._bound = (
-            -1 if self._history is not None or self._high < self._active_lo else self._limit
-        )
+        self._bound = -1 if self._used is not None or self._high < self._active_lo else self._limit
 
     def _travel(self, t: int) -> int | None:
-        """Test mode: the system clock was moved back to unit ``t`` (lock held).
+        """Test mode: the clock reads unit ``t``, below ``_high`` (lock held).
 
-        Issues in ``t`` when this slot never used it here, else just above what it used
-        there: IDs never repeat, and their time is the clock's where it can be.
+        Issues in ``t`` when this slot never used it here, else in the first unit from ``t``
+        with sequence left: IDs never repeat, and their time is the clock's where it can be.
         """
         t = max(t, self._floor + 1)  # below the lease's floor, the time is other holders'
-        if t >= self._active_lo:  # inside the current run: go on at its top
-            if self._last != self._high:
-                self._last = self._high
-                self._seq = self._max_seq
-                self._base = self._high << self._time_shift | self._node
+        if t == self._entry and self._last >= t:
+            # The clock stands where it was (frozen): go on where the last ID was issued.
             if self._seq < self._max_seq:
                 self._seq += 1
                 return self._base | self._seq
             return self._step()
-        self._save_run()
-        self._high = t - 1
-        self._active_lo = t
-        return self._advance_to(t)
+        self._entry = t
+        return self._enter(t)
 
     def _step(self) -> int | None:
-        """Test mode: take the unit after ``_high`` now, the clock standing still."""
-        if self._high + 1 > self._max_time:
-            raise ClockOutsideLifespan(
-                self.layout.unit_start_ms(self._high + 1),
-                epoch=self.layout.epoch_datetime,
-                end=self.layout.lifespan_end,
-            )
-        if self._high + 1 >= self._limit:
-            self._acquire()  # renews the limit, or raises
-            return None
-        return self._advance_to(self._high + 1)
+        """Test mode: the unit after ``_last``, the clock standing still."""
+        return self._enter(self._last + 1)
 
     def _exhausted(self, now: int) -> int | None:
         """The current unit's sequence is spent: borrow the next unit or wait for it."""
         if self.rollback == "borrow":
             next_start = self.layout.unit_start_ms(self._high + 1)
             if next_start - now <= self.max_rollback_ms and self._high + 1 < self._limit:
-                return self._advance_to(self._high + 1)
+                return self._enter(self._high + 1)
             target = next_start - self.max_rollback_ms
         else:
             target = self.layout.unit_start_ms(self._last + 1)
         self._wait_until(target, now)
-        if self._history is not None and self._clock is system_clock and self._clock() < target:
+        if self._used is not None and self._clock is system_clock and self._clock() < target:
             # The system clock did not move while we slept: frozen (freezegun, time-machine
             # with tick=False). The next unit would never come; take it, as a logical clock.
             return self._step()
@@ -497,13 +518,21 @@ class SnowflakeGenerator:
 
     def _behind(self, now: int, t: int) -> int | None:
         """The clock reads a unit at or below ``_high`` other than the current one."""
-        if self._history is not None and self._clock is system_clock:
-            return self._travel(t)  # a test moved the system clock (or let it go)
+        if (
+            self._used is not None
+            and t > self._floor
+            and (self._clock is system_clock or t >= self._entry)
+        ):
+            # A test moved the system clock (or let it go). A test clock's rewind goes to the
+            # rollback policy, which the snowflake_clock fixture lets tests exercise.
+            return self._travel(t)
         behind = self.layout.unit_start_ms(self._high) - now
         policy = self.rollback
         if policy == "ring":
             if t > self._floor and self._high - t < self._ring_size and t < self._limit:
                 self._remember_unit()
+                if self._used is not None:
+                    self._used.note(self._last, self._seq)
                 self._active_lo = min(self._active_lo, t)
                 unit, seq = self._ring[t % self._ring_size]  # type: ignore[index]
                 self._last = t
@@ -599,34 +628,42 @@ class SnowflakeGenerator:
         self.lease = lease
         self.clock_sequence = lease.clock_sequence
         self._node = self._node_bits()
-        self._slot = (lease.worker_id, lease.datacenter_id)
         if same_slot:
             self._limit = max(self._limit, limit)
         else:
             self._limit = limit
-            # The runs used belong to the slot: a new slot starts a new history.
+            # What was used belongs to the slot: a new slot starts a new record.
             if lease.history is not None:
-                history = list(lease.history)
+                used = lease.history.copy()
                 if self._slot == (lease.worker_id, lease.datacenter_id):
-                    # The slot again, after a fork: the parent's runs are ours too.
-                    for run in self._history or ():
-                        file_run(history, *run)
-                    if self._high >= self._active_lo:
-                        file_run(history, self._active_lo, self._high, self._seq_at_high())
-                self._history = history
-                self._top = max((hi for _, hi, _ in history), default=self._top)
-            elif self._history is not None:
-                self._history = []
+                    # The slot again, after a fork: what the parent used counts too.
+                    if self._used is not None:
+                        used.merge(self._used)
+                        if self._last >= 0:
+                            used.note(self._last, self._seq)
+                    elif self._high >= self._active_lo:
+                        used.spend(self._active_lo, self._high)
+                self._used = used
+            elif self._used is not None:
+                self._used = UsedTime()
+        self._slot = (lease.worker_id, lease.datacenter_id)
         if not same_slot or lease.floor > self._high:
             # A fresh slot: the unit at the floor (or our own last unit) counts as used.
-            if self._history is not None and same_slot:
-                self._save_run()
+            if self._used is not None and self._last >= 0:
+                self._used.note(self._last, self._seq)
             self._high = self._last = max(self._high, lease.floor)
             self._seq = self._max_seq
-            self._floor = self._high
             self._active_lo = self._high + 1
             if self._ring is not None:
                 self._ring = [(-1, -1)] * self._ring_size
+            if lease.history is None:
+                self._floor = self._high
+            else:
+                # _used says what this process spent; only the lease's floor is others'.
+                assert self._used is not None
+                self._floor = lease.floor
+                self._last = -1
+                self._high = max(self._high, self._used.top())
         self._base = self._last << self._time_shift | self._node if self._last >= 0 else 0
         self._rebound()
 
@@ -663,6 +700,9 @@ class SnowflakeGenerator:
 
     def _drop_lease(self) -> None:
         self._disarm()
+        if self._used is not None and self._last >= 0:
+            self._used.note(self._last, self._seq)
+            self._last = -1
         self.lease = None
         self._limit = self._bound = -1
         self._seq = self._max_seq

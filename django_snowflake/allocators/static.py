@@ -16,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 
 from ..conf import WORKER_ID_ENV, configured_worker_id
 from ..exceptions import GeneratorClosed, WorkerLeaseLost
-from ..generator import Lease, Run, fake_time_loaded, file_run
+from ..generator import Lease, UsedTime, fake_time_loaded
 from .base import BaseAllocator, is_int, settings_message
 
 if TYPE_CHECKING:
@@ -26,11 +26,11 @@ if TYPE_CHECKING:
 _ORDINAL = re.compile(r"-(\d+)$")
 
 # What the closed generators of this process used, per (worker ID, datacenter ID, layout
-# fingerprint): their runs of time units, and whether one of them was in test mode. A new
-# generator for the same slot issues outside them; nothing else remembers them, and a reset
-# (settings change, the snowflake_clock fixture's teardown) must not forget them.
+# fingerprint), and whether one of them was in test mode. A new generator for the same slot
+# issues outside it; nothing else remembers it, and a reset (settings change, the
+# snowflake_clock fixture's teardown) must not forget it.
 _used_lock = threading.Lock()
-_used: dict[tuple[int, int, str], tuple[tuple[Run, ...], bool]] = {}
+_used: dict[tuple[int, int, str], tuple[UsedTime, bool]] = {}
 
 
 class StaticAllocator(BaseAllocator):
@@ -129,27 +129,24 @@ class StaticAllocator(BaseAllocator):
             )
         self._generator = weakref.ref(generator)
         with _used_lock:
-            runs, test_mode = _used.get(self._slot_key(), ((), False))
-        if test_mode or generator.test_mode or fake_time_loaded():
-            return Lease(self.worker_id, datacenter_id=self.datacenter_id, history=runs)
-        # Outside tests the clock only moves forward: issuing above the last unit suffices.
-        floor = max((hi for _, hi, _ in runs), default=-1)
-        return Lease(self.worker_id, datacenter_id=self.datacenter_id, floor=floor)
+            used, test_mode = _used.get(self._slot_key(), (UsedTime(), False))
+            if test_mode or generator.test_mode or fake_time_loaded():
+                return Lease(self.worker_id, datacenter_id=self.datacenter_id, history=used.copy())
+            # Outside tests the clock only moves forward: issuing above the last unit suffices.
+            return Lease(self.worker_id, datacenter_id=self.datacenter_id, floor=used.top())
 
     def close(self) -> None:
-        """Close the generator (it never issues again) and remember the units it used."""
+        """Close the generator (it never issues again) and remember the time it used."""
         self._closed = True
         generator = self._generator() if self._generator is not None else None
         if generator is None or os.getpid() != self._owner_pid:
             return
         generator.relinquish(final=True)
-        runs = generator.used_runs()
+        used = generator.used_time()
         with _used_lock:
-            previous, test_mode = _used.get(self._slot_key(), ((), False))
-            merged = list(previous)
-            for run in runs:
-                file_run(merged, *run)
-            _used[self._slot_key()] = (tuple(merged), test_mode or generator.test_mode)
+            previous, test_mode = _used.get(self._slot_key(), (UsedTime(), False))
+            previous.merge(used)
+            _used[self._slot_key()] = (previous, test_mode or generator.test_mode)
 
     def _slot_key(self) -> tuple[int, int, str]:
         return (self.worker_id, self.datacenter_id, self.layout.fingerprint)
