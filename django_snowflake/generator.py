@@ -324,6 +324,33 @@ class SnowflakeGenerator:
 
     # Issuing IDs.
 
+    # The lock-free fast path: the first six lines of next_id(), copied into
+    # django_snowflake.generate() (test_fast_path.py pins the copy to these lines). Every
+    # rule it relies on:
+    #
+    # 1. The window is unit _last, in system-clock nanoseconds: [_window_start, _window_end).
+    #    _arm() opens it only on the real system clock (an injected clock, or a frozen one,
+    #    reads the slow path), only with the GIL (next() on a range iterator is then one
+    #    call into C that no thread can interleave; free-threaded builds take the lock for
+    #    every ID) and only while _last has sequence left. Under `ring` (and in test mode)
+    #    _last may be below _high: the window sits on that revisited unit, whose remaining
+    #    sequences the iterator holds, so it goes on there while the clock reads it.
+    # 2. _ids holds exactly the IDs of _last not issued yet, in order; the window is only a
+    #    hint to try it. An ID is valid because next() handed it to one caller, never
+    #    because of the clock: a torn read of the two window bounds (another thread arming
+    #    or disarming between them) can only send a caller to the lock, or let it take an
+    #    ID of _last while the clock reads a neighbouring unit, which is still unique and
+    #    below the lease's limit (the slow path checked it before it armed).
+    # 3. next(ids, 0) may use 0 as "empty": the iterator starts at _base + _seq + 1 >= 1.
+    # 4. _disarm() swaps _ids for an empty iterator before it counts what is left of the
+    #    old one (operator.length_hint, exact for range iterators: an estimate could
+    #    re-issue an ID). A caller that took an ID from the old iterator after the swap
+    #    finds `self._ids is not ids` and drops it: that ID was counted as used and is
+    #    never returned. Counting first would let that caller return an ID the count gave
+    #    back to the sequence (test_fast_path.py forces that interleaving).
+    # 5. Every change of state that the window's IDs depend on (a new unit, a lease, a
+    #    clock, a close) happens under the lock after _disarm(), so the slow path always
+    #    sees _seq with the fast path's progress folded in.
     def next_id(self) -> int:
         """Return the next ID.
 
@@ -332,11 +359,7 @@ class SnowflakeGenerator:
         :class:`ClockOutsideLifespan` before the epoch or after the layout's lifespan, and
         whatever the lease source raises when it can neither renew nor claim a slot.
         """
-        # Lock-free while the clock is inside the window: next() on the window's iterator
-        # gives each ID to one caller only (see _GIL), and an ID taken from an iterator that
-        # _disarm() has replaced meanwhile is dropped, never returned, so a caller that read
-        # the window just before it closed cannot issue an ID the state no longer counts.
-        # django_snowflake.generate() inlines these lines: change both together.
+        # The fast path (the rules above); django_snowflake.generate() has a copy.
         now = time.time_ns()
         if self._window_start <= now < self._window_end:
             ids = self._ids
@@ -382,8 +405,7 @@ class SnowflakeGenerator:
     def _disarm(self) -> None:
         """Fold the fast path's progress into ``_seq`` and close its window (lock held)."""
         if self._window_end:
-            # Replace the iterator first, then count what is left of it: an ID taken from it
-            # after the swap is counted as used here and dropped by its taker (next_id).
+            # Swap, then count (rule 4 above next_id).
             ids, self._ids = self._ids, _SPENT
             self._window_start = self._window_end = 0
             self._seq = self._max_seq - operator.length_hint(ids)
