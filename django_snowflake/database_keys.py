@@ -476,16 +476,16 @@ def _database_keyed_tables() -> frozenset[str]:
 _KEY_ONLY_INSERT = re.compile(r'INSERT INTO "([^"]+)" \("[^"]+"\) VALUES \(NULL\)(?:, \(NULL\))*')
 
 
-def _claim_now(connection: BaseDatabaseWrapper, *, opening: bool = False) -> None:
+def _claim_now(connection: BaseDatabaseWrapper, *, beginning: bool = False) -> None:
     """Claim the process's worker slot unless it holds one (SQLite).
 
     SQLite's ``django_snowflake_id()`` is this process's generator, called while the INSERT
     holds the database's one write lock, and the claim of a process's first ID writes
     ``WorkerNode`` on the allocator's own connection: it would wait for that lock, or for the
     shared lock of a transaction that has read, until the busy timeout. So the claim is made
-    when nothing is held yet: as a connection opens, and before an INSERT outside a
-    transaction (after a reset). A claim that fails before an INSERT (no table before
-    ``migrate``) is not tried again on that connection; the function raises if it needs an ID.
+    while nothing is held: before a transaction begins, and before an INSERT outside one. A
+    claim that fails before an INSERT (no table before ``migrate``) is not tried again on
+    that connection; the function raises if it needs an ID.
     """
     if getattr(connection, "_snowflake_claim_failed", False):
         return
@@ -498,19 +498,21 @@ def _claim_now(connection: BaseDatabaseWrapper, *, opening: bool = False) -> Non
         try:
             generator.ensure_lease()
         except (SnowflakeError, DatabaseError):
-            if not opening:
+            if not beginning:
                 connection._snowflake_claim_failed = True  # type: ignore[attr-defined]
 
 
-def _claim_before_insert(
+def _claim_before_writes(
     execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]
 ) -> Any:
-    """Before an INSERT into a table whose key the function makes (SQLite): claim outside a
-    transaction, and give a key-only INSERT the function instead of NULL."""
-    if sql.startswith('INSERT INTO "') and sql.split('"', 2)[1] in _database_keyed_tables():
+    """Claim before a transaction begins or before an INSERT into a table whose key the
+    function makes outside one (SQLite), and give a key-only INSERT the function, not NULL."""
+    if sql.startswith("BEGIN"):
+        _claim_now(context["connection"], beginning=True)
+    elif sql.startswith('INSERT INTO "') and sql.split('"', 2)[1] in _database_keyed_tables():
         connection = context["connection"]
         if not connection.in_atomic_block:
-            _claim_now(connection, opening=True)
+            _claim_now(connection)
         key_only = _KEY_ONLY_INSERT.match(sql)
         if key_only:
             values = key_only.group(0).replace("(NULL)", f"({FUNCTION}())")
@@ -525,10 +527,9 @@ def prepare_connection(connection: BaseDatabaseWrapper) -> None:
     connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
     if connection.vendor == "sqlite" and connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
-        if _database_keyed_tables():
-            if _claim_before_insert not in connection.execute_wrappers:
-                connection.execute_wrappers.append(_claim_before_insert)
-            _claim_now(connection, opening=True)
+        connection._snowflake_claim_failed = False  # type: ignore[attr-defined]
+        if _database_keyed_tables() and _claim_before_writes not in connection.execute_wrappers:
+            connection.execute_wrappers.append(_claim_before_writes)
 
 
 def _on_connection_created(

@@ -17,7 +17,6 @@ The protocol (docs: "Worker IDs"):
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import functools
 import logging
 import math
@@ -245,7 +244,8 @@ class DatabaseAllocator(BaseAllocator):
                 "table is missing, run `manage.py migrate`."
             ) from exc
         except RuntimeError as exc:
-            # pytest-django's blocker raises RuntimeError for database access.
+            if not _blocked(exc):
+                raise
             raise WorkerLeaseLost(
                 f"No worker lease: claiming a slot needs the database ({exc}). In a test "
                 'suite, use SNOWFLAKE = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0} '
@@ -292,12 +292,10 @@ class DatabaseAllocator(BaseAllocator):
                         self._run(lambda: self._release(high))
                     except RuntimeError:  # at interpreter exit no new thread may start
                         _with_connection(self.alias, lambda: self._release(high))
-                except Exception:  # a release is a courtesy; the lease expires anyway
-                    logger.warning("Could not release worker slot", exc_info=True)
+                except Exception as exc:  # a release is a courtesy; the lease expires anyway
+                    # One line: at interpreter exit the table may be gone (a test database).
+                    logger.warning("Could not release worker slot %s: %s", lease.worker_id, exc)
         if self._executor is not None:
-            # The thread's own connection closes with it, not left for the server to reap.
-            with contextlib.suppress(RuntimeError):  # at interpreter exit: the thread is gone
-                self._executor.submit(_close_connection, self.alias)
             self._executor.shutdown(wait=False)
             self._executor = None
 
@@ -720,43 +718,51 @@ class DatabaseAllocator(BaseAllocator):
         self._heartbeat.start()
 
     def _beat(self) -> None:
-        try:
+        interval = self.lease_seconds / 3
+        while not self._stop.wait(interval):
+            generator = self._generator() if self._generator is not None else None
+            with self._state:
+                lease = self._lease
+            if generator is None or lease is None:
+                return
+            try:
+                limit = _with_connection(
+                    self.alias, functools.partial(self._renew, generator, lease)
+                )
+            except (DatabaseError, RuntimeError) as exc:
+                if isinstance(exc, RuntimeError) and not _blocked(exc):
+                    raise
+                # The database is away, or a test runner blocks it between the tests that
+                # use it: retry each second; the generator stops at its limit.
+                logger.log(
+                    logging.DEBUG if isinstance(exc, RuntimeError) else logging.WARNING,
+                    "Worker lease renewal failed",
+                    exc_info=True,
+                )
+                interval = min(interval, 1.0)
+                continue
             interval = self.lease_seconds / 3
-            while not self._stop.wait(interval):
-                generator = self._generator() if self._generator is not None else None
-                with self._state:
-                    lease = self._lease
-                if generator is None or lease is None:
-                    return
-                try:
-                    limit = _with_connection(
-                        self.alias, functools.partial(self._renew, generator, lease)
-                    )
-                except DatabaseError:
-                    # The database is away: retry each second; the generator stops at its limit.
-                    logger.warning("Worker lease renewal failed", exc_info=True)
-                    interval = min(interval, 1.0)
-                    continue
-                interval = self.lease_seconds / 3
-                if limit is None:
-                    logger.warning("Worker lease of slot %s was lost", lease.worker_id)
-                    generator.revoke(lease)
-                    return
-                generator.extend(lease, limit)
-        finally:
-            _close_connection(self.alias)
+            if limit is None:
+                logger.warning("Worker lease of slot %s was lost", lease.worker_id)
+                generator.revoke(lease)
+                return
+            generator.extend(lease, limit)
 
 
-def _close_connection(alias: str) -> None:
-    connections[alias].close()
+def _blocked(error: RuntimeError) -> bool:
+    """Whether ``error`` is pytest-django's refusal of database access outside the tests
+    that ask for it (it raises RuntimeError, not a DatabaseError)."""
+    return "Database access not allowed" in str(error)
 
 
 def _with_connection(alias: str, function: Callable[[], T]) -> T:
-    """Run ``function`` with a usable connection, closing it when the call failed."""
-    connection = connections[alias]
-    connection.close_if_unusable_or_obsolete()
+    """Run ``function`` on this thread's connection, closed afterwards.
+
+    A claim or renewal comes every ``LEASE_SECONDS / 3`` at most, so a connection kept open
+    between them would only hold the database: a test runner could not drop its test
+    database ("being accessed by other users"), and an idle server would count it.
+    """
     try:
         return function()
-    except DatabaseError:
-        connection.close()
-        raise
+    finally:
+        connections[alias].close()
