@@ -17,13 +17,13 @@ class ClockMovedBackwards(SnowflakeError):
         self.policy = policy
         self.max_rollback_ms = max_rollback_ms
         tolerance = (
-            "the 'raise' rollback policy tolerates none"
+            "which the 'raise' rollback policy never tolerates"
             if policy == "raise"
             else f"more than the {policy!r} rollback policy tolerates "
             f"(MAX_ROLLBACK_MS = {max_rollback_ms})"
         )
         super().__init__(
-            f"The clock moved backwards by {behind_ms} ms, and {tolerance}. No ID was "
+            f"The clock moved backwards by {behind_ms} ms, {tolerance}. No ID was "
             "issued; retry once the clock has caught up, or fix the time source (NTP slewing, "
             "not stepping)."
         )
@@ -58,6 +58,20 @@ def _iso(ms: int) -> str:
         return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat()
     except (OverflowError, ValueError, OSError):
         return f"{ms} ms"
+
+
+class ClockOffsetTooLarge(SnowflakeError):
+    """Raised when this server's clock and the database's differ by more than a lease allows."""
+
+    def __init__(self, offset_ms: float, *, lease_seconds: int, margin_ms: int) -> None:
+        self.offset_ms = offset_ms
+        self.lease_seconds = lease_seconds
+        self.margin_ms = margin_ms
+        super().__init__(
+            f"This server's clock is {offset_ms:+.0f} ms off the database's; a lease of "
+            f"{lease_seconds} s tolerates {margin_ms} ms. Synchronise the clocks (NTP) or "
+            "raise LEASE_SECONDS. No worker slot was claimed."
+        )
 
 
 class NoWorkerAvailable(SnowflakeError):
