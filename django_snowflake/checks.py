@@ -8,6 +8,7 @@ Every message and hint is translated when it is shown.
 from __future__ import annotations
 
 import site
+import sys
 import sysconfig
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -635,15 +636,20 @@ def check_admin_mixin(app_configs: Any = None, **kwargs: Any) -> list[CheckMessa
         return []
     from django.contrib.admin.sites import all_sites
 
-    from .admin import SnowflakeAdminMixin
-
+    # Importing django_snowflake.admin registers WorkerNode on the default site, which a
+    # project with its own site (or SimpleAdminConfig) must not find there: only an admin
+    # that already imported the mixin can use it.
+    admin_module = sys.modules.get("django_snowflake.admin")
+    if admin_module is None:
+        return []
+    mixin = admin_module.SnowflakeAdminMixin
     messages: list[CheckMessage] = []
     for admin_site in all_sites:
         registry: Mapping[type[Model], object] = admin_site._registry
         for model, model_admin in registry.items():
             if app_configs is not None and model._meta.app_config not in app_configs:
                 continue
-            if not isinstance(model_admin, SnowflakeAdminMixin) or is_snowflake_keyed(model):
+            if not isinstance(model_admin, mixin) or is_snowflake_keyed(model):
                 continue
             pk = model._meta.pk
             assert pk is not None
