@@ -32,9 +32,6 @@ from .layout import MAX_BITS, PRESETS, BitLayout, ms_to_datetime, parse_epoch
 
 # JavaScript's Number reads integers exactly only below 2**53: the js_safe layout's promise.
 JS_SAFE_BITS = 53
-# The database allocator reserves time up to LEASE_SECONDS minus a quarter of it ahead of
-# the clock (DatabaseAllocator.margin_ms): milliseconds reserved per second of lease.
-RESERVED_MS_PER_LEASE_SECOND = 750
 # One minute: a wait beyond it stalls every caller, and a ring window beyond it costs memory.
 MAX_ROLLBACK_LIMIT_MS = 60_000
 
@@ -331,9 +328,6 @@ def _check_allocator(
                 value=repr(lease),
             )
         )
-    elif allocator is not None and issubclass(allocator, DatabaseAllocator) and layout:
-        # allocators/database.py is not this module's to extend; these belong in its check().
-        messages.extend(_check_reservation(values, layout, lease))
     label = values["PROCESS_LABEL"]
     if not isinstance(label, str) or len(label) > 100:
         messages.append(
@@ -353,62 +347,6 @@ def _check_allocator(
                 value=repr(values["CLAIM_ON_READY"]),
             )
         )
-
-
-def _check_reservation(
-    values: Mapping[str, Any], layout: BitLayout, lease: int
-) -> list[CheckMessage]:
-    """E014, E023: the database allocator's reservation must leave room for a time unit and
-    for what ``borrow`` takes ahead of the clock.
-
-    A lease reserves time units up to three quarters of ``LEASE_SECONDS`` ahead of the
-    clock, and the generator issues only below that limit: a unit longer than the
-    reservation never gets below it (``generate()`` renews forever and never returns).
-    """
-    messages = []
-    reserved_ms = lease * RESERVED_MS_PER_LEASE_SECOND
-    unit = layout.time_unit_ms
-    if unit > reserved_ms:
-        messages.append(
-            _error(
-                "E014",
-                _(
-                    "TIME_UNIT_MS %(unit)s is longer than the %(reserved)s ms a lease of "
-                    "LEASE_SECONDS %(lease)s reserves ahead (three quarters of it): the "
-                    "database allocator could never issue an ID."
-                ),
-                _(
-                    "Raise LEASE_SECONDS to %(lease_needed)s or more, or lower TIME_UNIT_MS to "
-                    "%(reserved)s or less."
-                ),
-                unit=unit,
-                reserved=reserved_ms,
-                lease=lease,
-                lease_needed=-(-unit // RESERVED_MS_PER_LEASE_SECOND),
-            )
-        )
-    bound = values["MAX_ROLLBACK_MS"]
-    if values["CLOCK_ROLLBACK"] == "borrow" and is_int(bound) and bound > reserved_ms:
-        messages.append(
-            _error(
-                "E023",
-                _(
-                    "MAX_ROLLBACK_MS %(bound)s lets the 'borrow' policy run further ahead of "
-                    "the clock than the %(reserved)s ms a lease of LEASE_SECONDS %(lease)s "
-                    "reserves (three quarters of it): IDs would stall at the reservation's end "
-                    "instead of being borrowed."
-                ),
-                _(
-                    "Lower MAX_ROLLBACK_MS to %(reserved)s or less, or raise LEASE_SECONDS to "
-                    "%(lease_needed)s or more."
-                ),
-                bound=bound,
-                reserved=reserved_ms,
-                lease=lease,
-                lease_needed=-(-bound // RESERVED_MS_PER_LEASE_SECOND),
-            )
-        )
-    return messages
 
 
 def _database_allocator_in(databases: Any) -> str | None:

@@ -31,15 +31,17 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from django.core.checks import CheckMessage, Error
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, IntegrityError, OperationalError, connections
 from django.db.models import Case, F, Min, When
 from django.db.models.functions import Greatest, Now
+from django.utils.translation import gettext_lazy as _
 
 from ..exceptions import LayoutMismatch, NoWorkerAvailable, SnowflakeError, WorkerLeaseLost
 from ..generator import Lease
 from ..layout import ms_to_datetime
-from .base import BaseAllocator
+from .base import BaseAllocator, is_int, settings_message
 
 if TYPE_CHECKING:
     from ..generator import SnowflakeGenerator
@@ -50,6 +52,9 @@ logger = logging.getLogger("django_snowflake")
 
 T = TypeVar("T")
 
+# A lease reserves the time units up to three quarters of LEASE_SECONDS ahead of the clock
+# (the last quarter is the margin_ms): milliseconds reserved per second of lease.
+RESERVED_MS_PER_LEASE_SECOND = 750
 # How many compare-and-set races a claim may lose before it gives up, and how long it may
 # retry lock conflicts.
 MAX_CLAIM_ATTEMPTS = 100
@@ -180,6 +185,67 @@ class DatabaseAllocator(BaseAllocator):
     #: before the lease of any holder whose writes the database lost has run out.
     _failover_hold: tuple[Lease, int, str] | None = None
 
+    @classmethod
+    def check(
+        cls, settings: Mapping[str, Any], layout: BitLayout | None, **kwargs: Any
+    ) -> list[CheckMessage]:
+        """E014, E023, besides the base checks: the reservation must leave room for a time
+        unit and for what ``borrow`` takes ahead of the clock.
+
+        A lease reserves time units up to three quarters of ``LEASE_SECONDS`` ahead of the
+        clock, and the generator issues only below that limit: a unit longer than the
+        reservation never gets below it (``generate()`` renews forever and never returns).
+        """
+        messages = super().check(settings, layout, **kwargs)
+        lease = settings["LEASE_SECONDS"]
+        if layout is None or not is_int(lease) or lease < 3:
+            return messages  # E035 (checks.py) reports the lease
+        reserved_ms = lease * RESERVED_MS_PER_LEASE_SECOND
+        unit = layout.time_unit_ms
+        if unit > reserved_ms:
+            messages.append(
+                settings_message(
+                    Error,
+                    "E014",
+                    _(
+                        "TIME_UNIT_MS %(unit)s is longer than the %(reserved)s ms a lease of "
+                        "LEASE_SECONDS %(lease)s reserves ahead (three quarters of it): the "
+                        "database allocator could never issue an ID."
+                    ),
+                    _(
+                        "Raise LEASE_SECONDS to %(lease_needed)s or more, or lower TIME_UNIT_MS to "
+                        "%(reserved)s or less."
+                    ),
+                    unit=unit,
+                    reserved=reserved_ms,
+                    lease=lease,
+                    lease_needed=-(-unit // RESERVED_MS_PER_LEASE_SECOND),
+                )
+            )
+        bound = settings["MAX_ROLLBACK_MS"]
+        if settings["CLOCK_ROLLBACK"] == "borrow" and is_int(bound) and bound > reserved_ms:
+            messages.append(
+                settings_message(
+                    Error,
+                    "E023",
+                    _(
+                        "MAX_ROLLBACK_MS %(bound)s lets the 'borrow' policy run further ahead of "
+                        "the clock than the %(reserved)s ms a lease of LEASE_SECONDS %(lease)s "
+                        "reserves (three quarters of it): IDs would stall at the reservation's end "
+                        "instead of being borrowed."
+                    ),
+                    _(
+                        "Lower MAX_ROLLBACK_MS to %(reserved)s or less, or raise LEASE_SECONDS to "
+                        "%(lease_needed)s or more."
+                    ),
+                    bound=bound,
+                    reserved=reserved_ms,
+                    lease=lease,
+                    lease_needed=-(-bound // RESERVED_MS_PER_LEASE_SECOND),
+                )
+            )
+        return messages
+
     def __init__(self, layout: BitLayout, settings: Mapping[str, Any]) -> None:
         super().__init__(layout, settings)
         self.alias: str = settings["DATABASE"]
@@ -188,7 +254,7 @@ class DatabaseAllocator(BaseAllocator):
         self.datacenter_id: int = settings["DATACENTER_ID"]
         # The holder stops issuing this long before the database lets anyone else take the
         # slot, so a late heartbeat or a slow clock never lets two holders overlap in time.
-        self.margin_ms = self.lease_seconds * 1000 // 4
+        self.margin_ms = self.lease_seconds * (1000 - RESERVED_MS_PER_LEASE_SECOND)
         self._reset_process_state()
 
     def _reset_process_state(self) -> None:
