@@ -20,6 +20,8 @@ from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import PRESETS, BitLayout
 from django_snowflake.models import WorkerNode
 
+from .slots import held_slot
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -158,19 +160,9 @@ def test_a_lost_lease_with_no_free_slot_is_worker_lease_lost(
     generate()
     lease = generator.lease
     assert lease is not None
-    later = timezone.now() + timedelta(hours=1)
     for worker_id in set(range(4)) - {lease.worker_id}:
-        WorkerNode.objects.create(
-            worker_id=worker_id,
-            host_name="elsewhere",
-            process_id=1,
-            launched_at=timezone.now(),
-            heartbeat_at=timezone.now(),
-            lease_expires_at=later,
-            last_timestamp=0,
-            layout=generator.layout.fingerprint,
-            token="live",
-        )
+        held_slot(worker_id, layout=generator.layout.fingerprint)
+    later = timezone.now() + timedelta(hours=1)
     WorkerNode.objects.filter(worker_id=lease.worker_id).update(
         token="someone else", lease_expires_at=later
     )
