@@ -153,35 +153,24 @@ class _Plan:
         attname = field.attname
         prep = field.get_db_prep_save
         fast = _fast_class(field)
+
+        def save(value: Any) -> Any:
+            # A db_default goes into the INSERT as it is: the database fills it in.
+            return value if isinstance(value, DatabaseDefault) else prep(value, connection)
+
         if not _is_pre_save_plain(field):
             pre_save = field.pre_save
-
-            def convert_pre_save(obj: models.Model) -> Any:
-                value = pre_save(obj, True)
-                if isinstance(value, DatabaseDefault):
-                    return value
-                return prep(value, connection)
-
-            return convert_pre_save
+            return lambda obj: save(pre_save(obj, True))
         if fast is not None:
 
             def convert_fast(obj: models.Model) -> Any:
                 value = getattr(obj, attname)
                 if value.__class__ is fast or value is None:
                     return value
-                if isinstance(value, DatabaseDefault):
-                    return value
-                return prep(value, connection)
+                return save(value)
 
             return convert_fast
-
-        def convert(obj: models.Model) -> Any:
-            value = getattr(obj, attname)
-            if isinstance(value, DatabaseDefault):
-                return value
-            return prep(value, connection)
-
-        return convert
+        return lambda obj: save(getattr(obj, attname))
 
 
 def _python_key(pk: models.Field[Any, Any]) -> Callable[[], int] | None:
