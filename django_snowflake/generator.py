@@ -487,6 +487,7 @@ class SnowflakeGenerator:
                 )
             if u >= self._limit:
                 self._last, self._seq = -1, self._max_seq
+                self._acquire()  # renews the limit, or raises
                 return None
             seq = used.units.pop(u, -1)
             if seq < self._max_seq:
