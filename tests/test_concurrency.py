@@ -3,27 +3,22 @@ inherited by forked children (which must not reuse the parent's worker ID)."""
 
 from __future__ import annotations
 
-import builtins
 import json
 import operator
 import os
 import random
 import signal
-import sys
 import threading
-import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from unittest import mock
 
 import pytest
 
-import django_snowflake
 from django_snowflake import generator as generator_module
-from django_snowflake import runtime
 from django_snowflake.exceptions import WorkerLeaseLost
-from django_snowflake.generator import SnowflakeGenerator, precise_sleep, system_clock
+from django_snowflake.generator import SnowflakeGenerator, system_clock
 from django_snowflake.testing import FakeClock
 
 from .generators import LAYOUTS, CountingSource, SystemTime, write_summary
@@ -90,70 +85,6 @@ def test_threads_mix_next_id_and_next_ids():
         return ids
 
     run_threads(generator, 4, work)
-
-
-@pytest.fixture
-def constant_preemption() -> Iterator[None]:
-    """Switch threads every microsecond: the lock-free path is preempted at every step."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(interval)
-
-
-class PreemptedRange:
-    """A range iterator that lets other threads run before each take, as if the taker were
-    preempted between loading the window's iterator and calling next() on it."""
-
-    def __init__(self, start: int, stop: int) -> None:
-        self._ids = iter(builtins.range(start, stop))
-
-    def __iter__(self) -> PreemptedRange:
-        return self
-
-    def __next__(self) -> int:
-        time.sleep(0)
-        return next(self._ids)
-
-    def __length_hint__(self) -> int:
-        return operator.length_hint(self._ids)
-
-
-@pytest.mark.parametrize("entry", ["next_id", "generate"])
-@pytest.mark.parametrize("preempted", [False, True])
-def test_lock_free_path_under_preemption_and_disarms(
-    constant_preemption, monkeypatch, entry, preempted
-):
-    # Three threads on the lock-free path while a fourth keeps closing its window (batches,
-    # clock swaps, which fold the iterator back under the lock) and taking the slow path.
-    count = 40_000
-    if preempted:
-        monkeypatch.setattr(generator_module, "range", PreemptedRange, raising=False)
-        count = 1_500  # every take yields the GIL: slow
-    generator = SnowflakeGenerator(LAYOUTS["twitter"], 3)
-    if entry == "generate":
-        monkeypatch.setattr(runtime, "_generator", generator)
-        monkeypatch.setattr(django_snowflake, "_runtime", runtime)
-        take = django_snowflake.generate
-    else:
-        take = generator.next_id
-    done = threading.Event()
-
-    def work(index: int) -> list[int]:
-        if index < 3:
-            ids = [take() for _ in range(count)]
-            done.set()
-            return ids
-        rng = random.Random(index)
-        ids = []
-        while not done.is_set():
-            ids += generator.next_ids(rng.randint(1, 40))
-            generator.use_clock(system_clock, precise_sleep)
-            ids.append(take())
-        return ids
-
-    results = run_threads(generator, 4, work)
-    assert sum(map(len, results[:3])) == 3 * count and results[3]
 
 
 def in_child(work: Callable[[], dict]) -> tuple[int, dict]:

@@ -21,10 +21,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from django_snowflake import decode, generate
-from django_snowflake.allocators.database import ClockOffsetTooLarge
 from django_snowflake.database_keys import DATABASE_HOST
 from django_snowflake.exceptions import (
     ClockMovedBackwards,
+    ClockOffsetTooLarge,
     LayoutMismatch,
     NoWorkerAvailable,
     WorkerLeaseLost,

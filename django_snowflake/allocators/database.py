@@ -38,7 +38,13 @@ from django.db.models import Case, F, Min, When
 from django.db.models.functions import Greatest, Now
 from django.utils.translation import gettext_lazy as _
 
-from ..exceptions import LayoutMismatch, NoWorkerAvailable, SnowflakeError, WorkerLeaseLost
+from ..exceptions import (
+    ClockOffsetTooLarge,
+    LayoutMismatch,
+    NoWorkerAvailable,
+    SnowflakeError,
+    WorkerLeaseLost,
+)
 from ..generator import Lease
 from ..layout import ms_to_datetime
 from .base import BaseAllocator, is_int, settings_message
@@ -59,10 +65,6 @@ RESERVED_MS_PER_LEASE_SECOND = 750
 # retry lock conflicts.
 MAX_CLAIM_ATTEMPTS = 100
 CLAIM_SECONDS = 10
-
-
-class ClockOffsetTooLarge(SnowflakeError):
-    """Raised when this server's clock and the database's differ by more than a lease allows."""
 
 
 #: Seconds since 1970 by the database server's clock. As numbers, not datetimes: SQLite's
@@ -738,9 +740,7 @@ class DatabaseAllocator(BaseAllocator):
         self.clock_offset_ms = offset
         if abs(offset) - (after - before) / 2 > self.margin_ms:
             raise ClockOffsetTooLarge(
-                f"This server's clock is {offset:+.0f} ms off the database's; a lease of "
-                f"{self.lease_seconds} s tolerates {self.margin_ms} ms. Synchronise the clocks "
-                "(NTP) or raise LEASE_SECONDS. No worker slot was claimed."
+                offset, lease_seconds=self.lease_seconds, margin_ms=self.margin_ms
             )
 
     def _hold(self, row: WorkerNode, token: str, limit: int, *, floor: int) -> Lease:
