@@ -209,6 +209,8 @@ class SnowflakeGenerator:
         self._on_clock_sequence = on_clock_sequence
         self.lease_source = lease_source
         self._owner_pid = os.getpid()
+        # The process this state belongs to: the fork hook moves it to the child.
+        self._pid = self._owner_pid
         self._lock = threading.Lock()
 
         # Hot-path copies of the layout.
@@ -422,6 +424,8 @@ class SnowflakeGenerator:
 
     def _issue(self) -> int:
         """The next ID by the full rules, with the window closed; lock held."""
+        if os.getpid() != self._pid:
+            self._refuse_hookless_fork()
         while True:
             if self.lease is None:
                 self._acquire()
@@ -730,8 +734,25 @@ class SnowflakeGenerator:
         self._limit = self._bound = -1
         self._seq = self._max_seq
 
+    def _refuse_hookless_fork(self) -> None:
+        """A fork that skipped Python's fork hooks still holds the parent's slot: refuse.
+
+        uWSGI forks its workers in C after loading the application, so the hooks that give a
+        child its own slot (os.register_at_fork) never run there. Checked once per slow-path
+        ID (a system call costs the fast path too much): a child of a process that was issuing
+        IDs at the fork may still take what is left of that one time unit's window.
+        """
+        self._drop_lease()
+        raise WorkerLeaseLost(
+            f"Process {os.getpid()} is a fork of process {self._pid} made without Python's "
+            "fork hooks, so it still holds its parent's worker slot and must not issue IDs "
+            "from it. Under uWSGI set py-call-uwsgi-fork-hooks = true (the hooks run) or "
+            'lazy-apps = true (each worker loads the application); docs: "Worker IDs".'
+        )
+
     def _after_fork_in_child(self) -> None:
         # The parent's lock may have been held by another thread at fork time, and the
         # parent keeps its slot: the child starts with a fresh lock and no lease.
+        self._pid = os.getpid()
         self._lock = threading.Lock()
         self._drop_lease()
