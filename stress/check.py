@@ -20,9 +20,12 @@ def load(path: Path) -> np.ndarray[Any, np.dtype[np.int64]]:
     return ids[: int(written[-1]) + 1 if written.size else 0]
 
 
-def check_files(files: list[Path]) -> dict[str, Any]:
+def check_files(files: list[Path], seams: Path | None = None) -> dict[str, Any]:
     """Check ID files named ``<pid>-<thread>-<policy>.bin`` (one thread's IDs, in order).
 
+    ``seams`` is a directory of files of the same names: where a reset replaced the
+    generator under that thread, the 1-based index of the first ID of the call it met (the
+    order is one generator's promise, so a drop at that ID or the next is not counted).
     Returns the number of IDs, the duplicates (count and up to 10 examples with the files
     holding them), the files whose IDs do not strictly increase although their policy
     promises it, and the negative IDs.
@@ -37,6 +40,12 @@ def check_files(files: list[Path]) -> dict[str, Any]:
         if policy in MONOTONIC_POLICIES and ids.size > 1:
             checked_order += int(ids.size)
             drops = np.flatnonzero(ids[1:] <= ids[:-1])
+            if seams is not None and (seams / path.name).exists():
+                # drops[k] + 1 is the index of the lower ID; a seam s (1-based) excuses the
+                # IDs at indexes s - 1 and s.
+                at_seam = load(seams / path.name) - 1
+                excused = np.union1d(at_seam, at_seam + 1)
+                drops = drops[~np.isin(drops + 1, excused)]
             if drops.size:
                 at = int(drops[0])
                 out_of_order.append(

@@ -66,14 +66,20 @@ class Database:
         """Create the tables (``django_snowflake`` alone unless ``apps`` says otherwise)."""
         command = [sys.executable, "-m", "django", "migrate", *(apps or ["django_snowflake"])]
         subprocess.run([*command, "-v0"], cwd=ROOT, env=self.env(), check=True)
-        forget_database_slot(self.env())
+        # Every row goes, through the vendor's client rather than Django: the slot leased to
+        # the database's own key function, and on SQLite the slot that a Django process
+        # claims as its connection opens (migrate's own, released but kept, under the
+        # default layout, which the runs' layouts would be refused by).
+        self.sql("DELETE FROM django_snowflake_workernode")
 
     def sql(self, query: str) -> list[list[str]]:
         """Rows of ``query`` as text, through the vendor's command-line client."""
         if self.vendor == "sqlite":
             import sqlite3
 
-            with contextlib.closing(sqlite3.connect(self.name, timeout=30)) as db:
+            # Autocommit: the module would otherwise leave a DELETE uncommitted at close.
+            connection = sqlite3.connect(self.name, timeout=30, isolation_level=None)
+            with contextlib.closing(connection) as db:
                 return [[str(v) for v in row] for row in db.execute(query).fetchall()]
         if self.vendor == "postgresql":
             command = [

@@ -49,7 +49,7 @@ from django_snowflake.generator import POLICIES
 
 from .check import check_files
 from .common import ROOT, Database, log, private_database, work_dir
-from .torture_worker import write_offset
+from .torture_worker import faketime_env, write_offset
 
 LEASE_SECONDS = 3
 # The workers take the generator's rollback policies in turn, each with this MAX_ROLLBACK_MS
@@ -58,6 +58,8 @@ MAX_ROLLBACK_MS = {"raise": 0, "wait": 5, "borrow": 20, "clock_sequence": 5, "ri
 # One layout for all: clock-sequence bits for that policy, and only 32 worker slots, so that
 # forks, kills and stuck slots can exhaust them (NoWorkerAvailable).
 LAYOUT = {"CLOCK_SEQUENCE_BITS": 2, "WORKER_BITS": 5, "SEQUENCE_BITS": 15}
+# The layout of a process from a deploy that changed bits: refused while others hold slots.
+OTHER_LAYOUT = {"CLOCK_SEQUENCE_BITS": 2, "WORKER_BITS": 6, "SEQUENCE_BITS": 14}
 HOUR_MS = 3_600_000
 
 WEIGHTS = {
@@ -67,6 +69,8 @@ WEIGHTS = {
     "clock_forward": 0.4,
     "lease_expiry": 1.5,
     "db_restart": 0.8,
+    "reset": 1.0,
+    "layout_change": 0.3,
 }
 
 
@@ -100,12 +104,12 @@ class TortureConfig:
 class Process:
     """A worker found in ``pids/``; signalled through a pidfd, so never a reused pid."""
 
-    def __init__(self, pid: int, policy: str) -> None:
+    def __init__(self, pid: int, policy: str, clock: str) -> None:
         self.pid = pid
         self.policy = policy
+        self.clock = clock  # the name of its libfaketime file, shared with its forks
         self.fd = os.pidfd_open(pid)
         self.stopped = False
-        self.offset = 0
 
     def alive(self) -> bool:
         if self.fd < 0:
@@ -136,6 +140,9 @@ class Chaos:
         self.untried = self.rng.sample(list(WEIGHTS), len(WEIGHTS))
         self.processes: dict[int, Process] = {}
         self.spawned: list[subprocess.Popen[bytes]] = []
+        self.probes: list[subprocess.Popen[bytes]] = []
+        self.spawned_pids: set[int] = set()
+        self.offsets: dict[str, int] = {}  # clock file -> the offset it sets (ms)
         self.spawn_counter = itertools.count()
         self.events: list[tuple[float, int, Callable[[], None]]] = []
         self.event_counter = itertools.count()
@@ -155,6 +162,9 @@ class Chaos:
             "PROCESS_LABEL": f"torture-{policy}",
         }
         rate = self.config.target_ids * 0.9 / self.config.processes / self.config.min_seconds
+        clock = self.run / "clock" / str(number)
+        write_offset(clock, 0)
+        self.offsets[clock.name] = 0
         with open(self.run / "logs" / f"{number}.err", "wb") as err:
             self.spawned.append(
                 subprocess.Popen(
@@ -171,18 +181,20 @@ class Chaos:
                         policy,
                     ],
                     cwd=ROOT,
-                    env=self.db.env(snowflake),
+                    env={**self.db.env(snowflake), **faketime_env(clock)},
                     stdout=subprocess.DEVNULL,
                     stderr=err,
                 )
             )
+        self.spawned_pids.add(self.spawned[-1].pid)
 
     def discover(self) -> None:
         for path in (self.run / "pids").iterdir():
             pid = int(path.name)
             if pid not in self.processes:
-                with contextlib.suppress(ProcessLookupError):
-                    self.processes[pid] = Process(pid, path.read_text())
+                with contextlib.suppress(ProcessLookupError, ValueError):
+                    about = json.loads(path.read_text())
+                    self.processes[pid] = Process(pid, about["policy"], about["clock"])
         self.spawned = [p for p in self.spawned if p.poll() is None]
 
     def live(self) -> list[Process]:
@@ -244,12 +256,14 @@ class Chaos:
         return True
 
     def _set_offset(self, process: Process, offset: int) -> None:
-        if process.alive():
-            process.offset = offset
-            write_offset(self.run / "clock" / str(process.pid), offset)
+        self.offsets[process.clock] = offset
+        write_offset(self.run / "clock" / process.clock, offset)
+
+    def _unstepped(self, process: Process) -> bool:
+        return self.offsets.get(process.clock, 0) == 0
 
     def fault_clock_back(self) -> bool:
-        process = self._pick(lambda p: p.offset == 0)
+        process = self._pick(self._unstepped)
         if process is None:
             return False
         step = int(math.exp(self.rng.uniform(math.log(2), math.log(10_000))))
@@ -258,7 +272,7 @@ class Chaos:
         return True
 
     def fault_clock_forward(self) -> bool:
-        process = self._pick(lambda p: p.offset == 0)
+        process = self._pick(self._unstepped)
         if process is None:
             return False
         self._set_offset(process, HOUR_MS)
@@ -315,6 +329,30 @@ class Chaos:
             time.sleep(seconds)
             connection.execute("ROLLBACK")
         self.db_down = False
+
+    def fault_reset(self) -> bool:
+        """``runtime.reset()`` in a lease holder while its threads generate (SIGUSR2)."""
+        process = self._pick(lambda p: self.stats(p.pid).get("worker_id") is not None)
+        return process is not None and process.signal(signal.SIGUSR2)
+
+    def fault_layout_change(self) -> bool:
+        """Start a process with another layout while the workers hold slots: it must be
+        refused (``LayoutMismatch``) and issue nothing (``probe_layout``)."""
+        if not any(self.stats(p.pid).get("worker_id") is not None for p in self.live()):
+            return False
+        snowflake = {**OTHER_LAYOUT, "LEASE_SECONDS": LEASE_SECONDS, "PROCESS_LABEL": "layout"}
+        command = [sys.executable, "-m", "stress.torture_worker", str(self.run), "--probe-layout"]
+        with open(self.run / "logs" / f"layout-{len(self.probes)}.err", "wb") as err:
+            self.probes.append(
+                subprocess.Popen(
+                    command,
+                    cwd=ROOT,
+                    env=self.db.env(snowflake),
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                )
+            )
+        return True
 
     # The run.
 
@@ -377,14 +415,19 @@ class Chaos:
         for process in self.live():
             log(f"torture: worker {process.pid} did not stop; SIGKILL")
             process.signal(signal.SIGKILL)
-        for spawned in self.spawned:
+        for spawned in [*self.spawned, *self.probes]:
             spawned.wait()
+        # libfaketime's per-process shared memory, left behind by every killed worker.
+        for pid in {*self.processes, *self.spawned_pids}:
+            for name in (f"faketime_shm_{pid}", f"sem.faketime_sem_{pid}"):
+                with contextlib.suppress(OSError):
+                    os.unlink(f"/dev/shm/{name}")
 
 
 def run_torture(vendor: str, config: TortureConfig, *, keep: bool = False) -> dict[str, Any]:
     """Run the torture on ``vendor``'s database and check every ID; return the figures."""
     with work_dir(keep, prefix=f"snowflake-torture-{vendor}-") as run:
-        for name in ("ids", "clock", "pids", "stats", "logs"):
+        for name in ("ids", "seams", "clock", "pids", "stats", "logs"):
             (run / name).mkdir()
         with private_database(vendor, run) as db:
             db.migrate()
@@ -397,15 +440,29 @@ def run_torture(vendor: str, config: TortureConfig, *, keep: bool = False) -> di
                 "SELECT COUNT(*), COUNT(DISTINCT worker_id) FROM django_snowflake_workernode"
             )
         check_started = time.monotonic()
-        result = check_files(list((run / "ids").iterdir()))
+        result = check_files(list((run / "ids").iterdir()), run / "seams")
         errors: Counter[str] = Counter()
         warnings: Counter[str] = Counter()
+        paths: Counter[str] = Counter()
         unexpected: list[str] = []
+        probes = refused = probe_ids = 0
         for path in (run / "stats").glob("*.json"):
             stats = json.loads(path.read_text())
-            errors.update(stats["errors"])
             warnings.update(stats["warnings"])
             unexpected += stats["unexpected"]
+            if stats.get("probe"):
+                probes += 1
+                refused += bool(stats["errors"].get("LayoutMismatch"))
+                probe_ids += stats["written"]
+                continue
+            errors.update(stats["errors"])
+            for key in ("single_ids", "batched_ids", "fast_path_ids", "fast_path_ids_stepped"):
+                paths[key] += stats.get(key, 0)
+            paths["resets"] += stats.get("resets", 0)
+            paths["max_step_seen_ms"] = max(
+                paths["max_step_seen_ms"], stats.get("max_step_seen_ms", 0)
+            )
+        singles = paths["single_ids"]
         logs = [p.read_text(errors="replace") for p in (run / "logs").iterdir()]
         tracebacks = [text for text in logs if "Traceback" in text]
         result.update(
@@ -420,6 +477,16 @@ def run_torture(vendor: str, config: TortureConfig, *, keep: bool = False) -> di
             unexpected_errors=unexpected[:5],
             worker_tracebacks=tracebacks[:3],
             worker_rows=int(workers[0][0]),
+            fast_path_ids=paths["fast_path_ids"],
+            slow_path_ids=singles - paths["fast_path_ids"],
+            batch_ids=paths["batched_ids"],
+            fast_path_share=round(paths["fast_path_ids"] / singles, 3) if singles else 0.0,
+            fast_path_ids_while_stepped=paths["fast_path_ids_stepped"],
+            max_step_seen_ms=paths["max_step_seen_ms"],
+            resets_done=paths["resets"],
+            layout_probes=probes,
+            layout_probes_refused=refused,
+            layout_probe_ids=probe_ids,
             target_ids=config.target_ids,
             run_dir=str(run) if keep else None,
         )
@@ -430,5 +497,7 @@ def run_torture(vendor: str, config: TortureConfig, *, keep: bool = False) -> di
             and not tracebacks
             and result["negative"] == 0
             and result["ids"] >= config.target_ids
+            and probe_ids == 0
+            and refused == probes
         )
         return result

@@ -54,3 +54,29 @@ def test_check_finds_duplicates_across_files_and_disorder_where_promised(tmp_pat
         ("1-0-wait.bin", 2)
     ]
     assert result["order_checked_ids"] == 3
+
+
+def test_check_excuses_a_drop_only_at_a_reset_seam(tmp_path):
+    ids, seams = tmp_path / "ids", tmp_path / "seams"
+    ids.mkdir()
+    seams.mkdir()
+
+    def write(directory, name, values):
+        log = IdLog(directory / name, capacity=2)
+        log.extend(values)
+        log.close()
+
+    # A reset replaced the generator under the call that gave the 3rd ID (seam 3, 1-based):
+    # the drop to 5 there (or at the next ID) is another generator's; the drop to 7 is not.
+    write(ids, "1-0-wait.bin", [10, 20, 5, 6, 30, 7])
+    write(seams, "1-0-wait.bin", [3])
+    write(ids, "2-0-wait.bin", [10, 20, 11])  # no seam: the drop counts
+
+    result = check_files(sorted(ids.iterdir()), seams)
+
+    assert [
+        (entry["file"], entry["index"], entry["count"]) for entry in result["out_of_order"]
+    ] == [
+        ("1-0-wait.bin", 5, 1),
+        ("2-0-wait.bin", 2, 1),
+    ]

@@ -37,7 +37,19 @@ def test_torture_never_duplicates_under_chaos() -> None:
     assert sum(result["faults"].values()) >= 10, result["faults"]
     outage = "db_lock" if VENDOR == "sqlite" else "db_restart"
     kinds = ("fork", "sigkill", "clock_back", "clock_forward", "lease_expiry", outage)
+    kinds += ("reset", "layout_change")
     assert all(result["faults"].get(kind) for kind in kinds), result["faults"]
+    # libfaketime stepped the real clock (an hour ahead at least once), and the generators
+    # kept their lock-free fast path through it: an injected clock would have closed it.
+    assert result["max_step_seen_ms"] >= 3_599_000, explain(result)
+    assert result["fast_path_share"] > 0.5, explain(result)
+    assert result["fast_path_ids_while_stepped"] > 0, explain(result)
+    # A reset under load happened in a worker, and every process of another layout was
+    # refused without issuing.
+    assert result["resets_done"] >= 1, explain(result)
+    assert result["layout_probes"] >= 1, explain(result)
+    assert result["layout_probes_refused"] == result["layout_probes"], explain(result)
+    assert result["layout_probe_ids"] == 0, explain(result)
 
 
 def test_servers_create_through_http_with_one_lease_per_worker() -> None:
