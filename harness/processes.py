@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import subprocess
+import sys
 import threading
 import time
 from array import array
@@ -69,3 +70,16 @@ def read_ids(path: Path) -> list[int]:
     ids = array("q")
     ids.frombytes(path.read_bytes())
     return ids.tolist()
+
+
+def run_python(*args: str, cwd: Path, env: dict[str, str], timeout: float = 300) -> tuple[int, str]:
+    """Run ``python *args`` to its end: its exit code, and its output (stdout, then stderr)."""
+    done = subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout + done.stderr

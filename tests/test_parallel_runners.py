@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import ROOT
+from harness.processes import run_python
 
 from .user_suite import report, run_user_suite
 
@@ -154,16 +155,10 @@ def test_manage_py_test(tmp_path: Path, parallel: str) -> None:
     }
     env.pop("DJANGO_SETTINGS_MODULE", None)
     env.pop("SNOWFLAKE_TEST_SETTINGS", None)
-    result = subprocess.run(
-        [sys.executable, "manage.py", "test", "shop", "--parallel", parallel, "-v", "2"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    returncode, output = run_python(
+        "manage.py", "test", "shop", "--parallel", parallel, "-v", "2", cwd=project, env=env
     )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
+    assert returncode == 0, output[-5000:]
     assert "Ran 9 tests" in output and "OK" in output
     workers = {line for line in output.splitlines() if line.startswith("WORKER ")}
     if parallel == "2":

@@ -5,18 +5,20 @@ cleanly: the allocator keeps no connection open, so pytest-django can drop the t
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from harness.processes import run_python
+
 ROOT = Path(__file__).resolve().parent.parent
 
-USER_TESTS = '''
+USER_TESTS = """
 import time
 
 import pytest
+
+from harness.processes import run_python
 
 from django_snowflake import generate, get_generator
 
@@ -26,7 +28,7 @@ def test_makes_ids():
     generate()
     time.sleep(1.5)  # a heartbeat renews the lease meanwhile (LEASE_SECONDS = 3)
     assert get_generator().lease is not None
-'''
+"""
 
 
 @pytest.mark.slow
@@ -39,17 +41,11 @@ def test_the_test_database_is_dropped_at_the_end_of_a_users_session(tmp_path: Pa
         "SNOWFLAKE_TEST_SETTINGS": '{"WORKER_ALLOCATOR": "database", "LEASE_SECONDS": 3}',
         "SNOWFLAKE_TEST_RUN": f"teardown{os.getpid()}",
     }
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "error"]
-    done = subprocess.run(
-        [*command, "--rootdir", str(tmp_path), str(tmp_path / "test_user.py")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    command = ["-m", "pytest", "-p", "no:cacheprovider", "-q", "-W", "error"]
+    returncode, output = run_python(
+        *command, "--rootdir", str(tmp_path), str(tmp_path / "test_user.py"), cwd=tmp_path, env=env
     )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-3000:]
+    assert returncode == 0, output[-3000:]
     assert "1 passed" in output
     assert "being accessed by other users" not in output
     # At exit the test database is gone: the release says so in one line, no traceback.
