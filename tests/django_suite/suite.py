@@ -8,7 +8,9 @@ only with ``AutoField``, classified by the rules in :data:`RULES`:
 - ``hard-coded``: the test hard-codes small primary keys or ``AutoField`` internals (a literal
   pk 1 or 2, a sequence reset, an ``AutoField`` class or column type); a Snowflake key is right
   to fail it;
-- ``real``: everything else, a behaviour a project would see change with the switch.
+- ``real``: everything else, a behaviour a project would see change with the switch;
+- ``flaky``: a real one that, run again alone both ways, passed with the switch or failed with
+  ``AutoField`` too (Django's timing tests on a loaded machine); it does not fail the run.
 
 Django's tests come from its sdist on PyPI (which ships ``tests/``), downloaded once per
 version into a cache outside the repository (``$SNOWFLAKE_SUITE_CACHE``, by default
@@ -460,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
             selected = [d for d in differences if d.kind == kind]
             print(f"\n{db}: {len(selected)} {kind}")
             for difference in selected:
-                why = difference.rule.name if difference.rule else "unclassified"
+                why = difference.rule.name if difference.rule else "no rule"
                 first = difference.summary.splitlines()[0] if difference.summary else ""
                 print(f"  {difference.test_id}  [{why}]  {first[:160]}")
         report["runs"][db] = (
