@@ -14,7 +14,7 @@ from typing import Any
 
 from .common import VENDORS, log
 
-SCENARIOS = ("torture", "servers", "claims")
+SCENARIOS = ("torture", "failover", "servers", "claims")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +59,12 @@ def run(scenario: str, vendor: str, args: argparse.Namespace) -> dict[str, Any] 
         config = TortureConfig.quick() if args.quick else TortureConfig()
         config.seed = args.seed
         return run_torture(vendor, config, keep=args.keep)
+    if scenario == "failover":
+        from .failover import FailoverConfig, run_failover
+
+        return run_failover(
+            vendor, FailoverConfig.quick() if args.quick else FailoverConfig(), keep=args.keep
+        )
     if scenario == "servers":
         from .servers import ServersConfig, run_servers
 

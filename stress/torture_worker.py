@@ -419,10 +419,17 @@ class _Counter(logging.Handler):
 _current: Worker | None = None
 
 
+def _stop(*_: object) -> None:
+    if _current is not None and not _current.stop.is_set():
+        _current.stop.set()
+
+
 def _install_signals(worker: Worker) -> None:
     global _current
     _current = worker
-    signal.signal(signal.SIGTERM, lambda *_: _current.stop.set())  # type: ignore[union-attr]
+    # The driver repeats SIGTERM until the worker is gone: a signal landing inside set() ran
+    # set() again, nested, until RecursionError. is_set() takes no lock.
+    signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGUSR1, lambda *_: setattr(_current, "fork_requested", True))
     signal.signal(signal.SIGUSR2, lambda *_: setattr(_current, "reset_requested", True))
 

@@ -2,8 +2,9 @@
 
 Each runs on the database of this test run (``SNOWFLAKE_TEST_DB``): the torture and the
 claims on a database of their own (a SQLite file, or a private PostgreSQL/MariaDB server on a
-free port, which the torture kills and restarts), the servers on a private server as well.
-Together they take about a minute per database.
+free port, which the torture kills and restarts), the servers on a private server as well,
+and on PostgreSQL and MariaDB the failover on a private primary and standby
+(``tests/ha_servers.py``). Together they take 1 to 1.5 minutes per database.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import pytest
 
 from stress.claims import ClaimsConfig, run_claims
+from stress.failover import FailoverConfig, run_failover
 from stress.servers import ServersConfig, run_servers
 from stress.torture import TortureConfig, run_torture
 
@@ -50,6 +52,19 @@ def test_torture_never_duplicates_under_chaos() -> None:
     assert result["layout_probes"] >= 1, explain(result)
     assert result["layout_probes_refused"] == result["layout_probes"], explain(result)
     assert result["layout_probe_ids"] == 0, explain(result)
+
+
+@pytest.mark.failover
+@pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no standby to fail over to")
+def test_failover_under_load_never_duplicates() -> None:
+    result = run_failover(VENDOR, FailoverConfig.quick())
+    assert result is not None
+    assert result["passed"], explain(result)
+    assert result["duplicates"] == 0
+    assert result["ids_after_failover"] > 0, explain(result)
+    # Every worker started after the promotion issued, within the lease and a few seconds.
+    assert len(result["new_claim_wait_seconds"]) == FailoverConfig.quick().processes
+    assert result["fast_path_share"] > 0.5, explain(result)
 
 
 def test_servers_create_through_http_with_one_lease_per_worker() -> None:
