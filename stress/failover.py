@@ -28,7 +28,7 @@ from typing import Any
 
 from .check import check_files
 from .common import Database, log, work_dir
-from .torture import LEASE_SECONDS, Chaos, TortureConfig
+from .torture import LEASE_SECONDS, Chaos, TortureConfig, clean
 
 
 @dataclasses.dataclass
@@ -113,11 +113,7 @@ def run_failover(
         )
         waits = figures["new_claim_wait_seconds"]
         result["passed"] = (
-            result["duplicates"] == 0
-            and not result["out_of_order"]
-            and not unexpected
-            and not tracebacks
-            and result["negative"] == 0
+            clean(result)
             and result["ids_after_failover"] > 0
             and len(waits) == config.processes
             and max(waits) <= LEASE_SECONDS + 10

@@ -491,13 +491,21 @@ def run_torture(vendor: str, config: TortureConfig, *, keep: bool = False) -> di
             run_dir=str(run) if keep else None,
         )
         result["passed"] = (
-            result["duplicates"] == 0
-            and not result["out_of_order"]
-            and not unexpected
-            and not tracebacks
-            and result["negative"] == 0
+            clean(result)
             and result["ids"] >= config.target_ids
             and probe_ids == 0
             and refused == probes
         )
         return result
+
+
+def clean(result: dict[str, Any]) -> bool:
+    """No duplicate, no order broken where promised, no negative ID, and no worker that
+    met an unexpected exception or printed a traceback."""
+    return (
+        result["duplicates"] == 0
+        and not result["out_of_order"]
+        and not result["unexpected_errors"]
+        and not result["worker_tracebacks"]
+        and result["negative"] == 0
+    )
