@@ -89,6 +89,16 @@ _PG_BINARY = {
     "jsonb": "jsonb",
 }
 
+# django.contrib.postgres: the array element types (ArrayField's base_field) and range types
+# that binary COPY writes. An array's elements are what its base field's get_db_prep_value()
+# gives, dumped by psycopg's binary list dumper for the element type (NULL elements and
+# nested, rectangular lists included); other element types (jsonb, whose values Django
+# wraps in an adapter, and the rest untested here) send the table through text COPY. Ranges
+# are Django's psycopg Range subclasses, dumped by psycopg's binary range dumpers.
+_PG_BINARY_ARRAY_ELEMENTS = {"int2", "int4", "int8", "text", "varchar"}
+_PG_BINARY_RANGES = {"int4range", "int8range", "numrange", "daterange", "tstzrange"}
+_PG_ARRAY = re.compile(r"^(.*?)((?:\[\d*\])+)$")
+
 
 def _fast_class(field: models.Field[Any, Any]) -> type | None:
     """The value class whose values ``field`` stores as they are, or ``None``."""
@@ -363,26 +373,74 @@ def _converts_as_django(field: models.Field[Any, Any]) -> bool:
     return True
 
 
+def _hstore_binary(connection: BaseDatabaseWrapper) -> bool:
+    """Whether binary COPY can write hstore on ``connection``.
+
+    psycopg dumps a dict as hstore only once the type is registered on the connection
+    (``register_hstore``, which django.contrib.postgres does on connecting, and again when
+    its ``HStoreExtension`` migration creates the extension); its binary hstore dumper
+    exists from psycopg 3.3. Without either, the table takes text COPY, which needs the
+    same registration (and fails as ``bulk_create`` does without it).
+    """
+    try:
+        from psycopg.types import hstore
+    except ImportError:  # pragma: no cover - psycopg 3 always has it
+        return False
+    raw = connection.connection
+    return (
+        hasattr(hstore, "BaseHstoreBinaryDumper")
+        and raw is not None
+        and raw.adapters.types.get("hstore") is not None
+    )
+
+
 class _PostgreSQLLoader(_Loader):
     def __init__(self, plan: _Plan) -> None:
         super().__init__(plan)
         self.types: list[str] | None = self._binary_types()
 
     def _binary_types(self) -> list[str] | None:
-        from django.conf import settings
-
         types = []
         for field in self.plan.fields:
-            if not _converts_as_django(field):
-                return None
-            db_type = (field.db_type(self.connection) or "").lower()
-            name = _PG_BINARY.get(re.sub(r"\(.*?\)", "", db_type).strip())
+            name = self._binary_type(field)
             if name is None:
                 return None
-            if name == "timestamptz" and not settings.USE_TZ:
-                return None  # naive datetimes, read in the connection's time zone
             types.append(name)
         return types
+
+    def _binary_type(self, field: models.Field[Any, Any]) -> str | None:
+        """The psycopg type name binary COPY writes ``field``'s column as, or ``None``."""
+        from django.conf import settings
+
+        if not _converts_as_django(field):
+            return None
+        db_type = re.sub(r"\(.*?\)", "", (field.db_type(self.connection) or "").lower())
+        db_type = db_type.strip()
+        array = _PG_ARRAY.match(db_type)
+        if array is not None:
+            # ArrayField (of ArrayFields): one array type whatever the dimensions, named by
+            # its element type; the base field must convert as Django's own do.
+            base: Any = field
+            while hasattr(base, "base_field"):
+                base = base.base_field
+                if not _converts_as_django(base):
+                    return None
+            element = _PG_BINARY.get(array.group(1).strip())
+            return f"{element}[]" if element in _PG_BINARY_ARRAY_ELEMENTS else None
+        if db_type in _PG_BINARY_RANGES:
+            if db_type == "tstzrange" and not (
+                settings.USE_TZ and self.connection.timezone_name == "UTC"
+            ):
+                # Django leaves a range's datetimes as they are: a naive bound goes as text,
+                # read in the connection's time zone, where binary would read it as UTC.
+                return None
+            return db_type
+        if db_type == "hstore":
+            return "hstore" if _hstore_binary(self.connection) else None
+        name = _PG_BINARY.get(db_type)
+        if name == "timestamptz" and not settings.USE_TZ:
+            return None  # naive datetimes, read in the connection's time zone
+        return name
 
     def write(self, positions: list[int], rows: list[Row]) -> None:
         columns = ", ".join(self.quote(self.plan.columns[n]) for n in positions)
