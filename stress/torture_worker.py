@@ -40,7 +40,7 @@ from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 
-LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1"
+LIBFAKETIME = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 
 
 def faketime_env(clock_file: Path) -> dict[str, str]:
@@ -49,7 +49,10 @@ def faketime_env(clock_file: Path) -> dict[str, str]:
 
     libfaketime steps what the process reads from the system's real-time clock, so the
     generator keeps ``system_clock`` and its lock-free fast path stays armed under faults (an
-    injected clock would close it). The MT build, for the worker's threads; the file re-read
+    injected clock would close it). Not the MT build: its mutex, held by a thread reading
+    the clock when another forks, stays locked in the child, whose first reading then hangs
+    (1 fork in 30 here); the worker's threads read the clock holding the GIL, one at a time.
+    The file re-read
     at every reading (``FAKETIME_NO_CACHE``: a step takes effect at once, about 13 us per
     reading); the monotonic clock left real, or every ``Event.wait`` of the threads would
     take a wall-clock deadline for a monotonic one and never end.
