@@ -153,6 +153,7 @@ class Worker:
         self.run = Path(args.run)
         self.pid = os.getpid()
         self.stop = threading.Event()
+        self.stopping = False  # SIGTERM came (see _stop)
         self.fork_requested = False
         self.reset_requested = False
         self.errors: dict[str, int] = {}
@@ -192,8 +193,10 @@ class Worker:
             build = runtime.build
 
             def counted_build() -> Any:
-                generator = self.count_slow(build())
-                _current.generation += 1  # type: ignore[union-attr]
+                # _current: in a forked child, the child's Worker, not the one patched.
+                worker = _current or self
+                generator = worker.count_slow(build())
+                worker.generation += 1
                 return generator
 
             counted_build.counted = True  # type: ignore[attr-defined]
@@ -214,16 +217,18 @@ class Worker:
         """Count the calls of ``generator``'s slow path: every ``generate()`` that did not
         take the fast path ends there, with the generator's lock held, so the count needs no
         lock of its own. Returns ``generator``."""
-        if "_next_slow" in vars(generator):
+        if id(generator) in self.slow:
             return generator
+        # A forked child inherits its parent's generator with the parent's counter on it.
+        slow_path = getattr(generator._next_slow, "uncounted", generator._next_slow)
         counter = self.slow.setdefault(id(generator), [0])
-        slow_path = generator._next_slow
 
         def counted() -> int:
             value = slow_path()
             counter[0] += 1
             return int(value)
 
+        counted.uncounted = slow_path  # type: ignore[attr-defined]
         generator._next_slow = counted
         return generator
 
@@ -423,7 +428,10 @@ _current: Worker | None = None
 
 
 def _stop(*_: object) -> None:
-    if _current is not None and not _current.stop.is_set():
+    # A plain flag, set before set(): is_set() stays false until set() returns, and a signal
+    # landing inside it would nest another set().
+    if _current is not None and not _current.stopping:
+        _current.stopping = True
         _current.stop.set()
 
 
@@ -431,7 +439,7 @@ def _install_signals(worker: Worker) -> None:
     global _current
     _current = worker
     # The driver repeats SIGTERM until the worker is gone: a signal landing inside set() ran
-    # set() again, nested, until RecursionError. is_set() takes no lock.
+    # set() again, nested, until RecursionError.
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGUSR1, lambda *_: setattr(_current, "fork_requested", True))
     signal.signal(signal.SIGUSR2, lambda *_: setattr(_current, "reset_requested", True))
