@@ -18,6 +18,14 @@ at random intervals injects one fault of these kinds:
                     another connection holds an exclusive lock for 0.5-5 s, so every claim
                     and renewal waits or fails.
 
+``reset``           SIGUSR2: the worker calls ``runtime.reset()`` while its threads generate.
+``layout_change``   start a process of another bit layout while workers hold slots: it must
+                    get ``LayoutMismatch`` and no ID.
+
+The clocks are stepped through libfaketime (``torture_worker.faketime_env``), so the
+generators keep the real system clock and their lock-free fast path. Failover is a
+scenario of its own (``stress/failover.py``).
+
 Every worker appends every ID it got to a file per thread. At the end the files are checked:
 no ID twice, and each thread's IDs strictly increasing under the ``raise``, ``wait`` and
 ``borrow`` policies (``ring`` and ``clock_sequence`` may go back inside their bound).
