@@ -502,22 +502,52 @@ def _claim_now(connection: BaseDatabaseWrapper, *, beginning: bool = False) -> N
                 connection._snowflake_claim_failed = True  # type: ignore[attr-defined]
 
 
-def _claim_before_writes(
-    execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]
-) -> Any:
+def _before_write(connection: BaseDatabaseWrapper, sql: str) -> str:
     """Claim before a transaction begins or before an INSERT into a table whose key the
-    function makes outside one (SQLite), and give a key-only INSERT the function, not NULL."""
+    function makes outside one (SQLite); return ``sql``, a key-only INSERT given the function
+    instead of NULL."""
     if sql.startswith("BEGIN"):
-        _claim_now(context["connection"], beginning=True)
+        _claim_now(connection, beginning=True)
     elif sql.startswith('INSERT INTO "') and sql.split('"', 2)[1] in _database_keyed_tables():
-        connection = context["connection"]
         if not connection.in_atomic_block:
             _claim_now(connection)
         key_only = _KEY_ONLY_INSERT.match(sql)
         if key_only:
             values = key_only.group(0).replace("(NULL)", f"({FUNCTION}())")
             sql = values + sql[key_only.end() :]
-    return execute(sql, params, many, context)
+    return sql
+
+
+@functools.cache
+def _keyed_cursor_class() -> type[Any]:
+    """Django's SQLite cursor, passing each statement through :func:`_before_write`.
+
+    A cursor rather than an entry in ``connection.execute_wrappers``: that list is the
+    project's own (Django's tests assert it holds only theirs).
+    """
+    from django.db.backends.sqlite3.base import SQLiteCursorWrapper
+
+    class SnowflakeCursorWrapper(SQLiteCursorWrapper):
+        database: BaseDatabaseWrapper
+
+        def execute(self, query: str, params: Any = None) -> Any:
+            return super().execute(_before_write(self.database, query), params)
+
+        def executemany(self, query: str, param_list: Any) -> Any:
+            return super().executemany(_before_write(self.database, query), param_list)
+
+    return SnowflakeCursorWrapper
+
+
+def _keyed_cursors(connection: BaseDatabaseWrapper) -> None:
+    """Make ``connection`` (SQLite) create :func:`_keyed_cursor_class` cursors."""
+
+    def create_cursor(name: str | None = None) -> Any:
+        cursor = connection.connection.cursor(factory=_keyed_cursor_class())
+        cursor.database = connection
+        return cursor
+
+    connection.create_cursor = create_cursor  # type: ignore[method-assign]
 
 
 def prepare_connection(connection: BaseDatabaseWrapper) -> None:
@@ -525,11 +555,13 @@ def prepare_connection(connection: BaseDatabaseWrapper) -> None:
     if connection.vendor not in ("postgresql", "mysql", "sqlite"):
         return
     connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
-    if connection.vendor == "sqlite" and connection.connection is not None:
+    if connection.vendor != "sqlite":
+        return
+    if _database_keyed_tables() and "create_cursor" not in vars(connection):
+        _keyed_cursors(connection)
+    if connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
         connection._snowflake_claim_failed = False  # type: ignore[attr-defined]
-        if _database_keyed_tables() and _claim_before_writes not in connection.execute_wrappers:
-            connection.execute_wrappers.append(_claim_before_writes)
 
 
 def _on_connection_created(

@@ -802,8 +802,8 @@ class DatabaseAllocator(BaseAllocator):
                 # use it: retry each second; the generator stops at its limit.
                 logger.log(
                     logging.DEBUG if isinstance(exc, RuntimeError) else logging.WARNING,
-                    "Worker lease renewal failed",
-                    exc_info=True,
+                    "Worker lease renewal failed (retrying each second): %s",
+                    exc,
                 )
                 interval = min(interval, 1.0)
                 continue
