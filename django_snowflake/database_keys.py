@@ -507,7 +507,8 @@ def _before_write(connection: BaseDatabaseWrapper, sql: str) -> str:
     function makes outside one (SQLite); return ``sql``, a key-only INSERT given the function
     instead of NULL."""
     if sql.startswith("BEGIN"):
-        _claim_now(connection, beginning=True)
+        if _database_keyed_tables():
+            _claim_now(connection, beginning=True)
     elif sql.startswith('INSERT INTO "') and sql.split('"', 2)[1] in _database_keyed_tables():
         if not connection.in_atomic_block:
             _claim_now(connection)
@@ -557,7 +558,9 @@ def prepare_connection(connection: BaseDatabaseWrapper) -> None:
     connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
     if connection.vendor != "sqlite":
         return
-    if _database_keyed_tables() and "create_cursor" not in vars(connection):
+    # Whatever the models: the tables are known only once every app is installed (Django's
+    # own test runner installs its apps after setup), so they are looked up at each write.
+    if "create_cursor" not in vars(connection):
         _keyed_cursors(connection)
     if connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
