@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import factory
+from django.db import models
+from factory.django import DjangoModelFactory
 
 from tests.testapp.models import Customer, Event, Order, OrderItem, Tag, Ticket
 
 
-class CustomerFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Customer
+def named_factory(model: type[models.Model], prefix: str) -> type[DjangoModelFactory]:
+    """A factory for ``model``, whose one required field is a ``name``: ``prefix`` and a number."""
+    return factory.make_factory(
+        model, FACTORY_CLASS=DjangoModelFactory, name=factory.Sequence(lambda n: f"{prefix}{n}")
+    )
 
-    name = factory.Sequence(lambda n: f"Customer {n}")
+
+CustomerFactory = named_factory(Customer, "Customer ")
+TagFactory = named_factory(Tag, "tag")
+EventFactory = named_factory(Event, "Event ")
 
 
-class OrderFactory(factory.django.DjangoModelFactory):
+class OrderFactory(DjangoModelFactory):
     class Meta:
         model = Order
 
@@ -22,7 +29,7 @@ class OrderFactory(factory.django.DjangoModelFactory):
     total = factory.Sequence(lambda n: n + 10)
 
 
-class OrderItemFactory(factory.django.DjangoModelFactory):
+class OrderItemFactory(DjangoModelFactory):
     class Meta:
         model = OrderItem
 
@@ -30,20 +37,6 @@ class OrderItemFactory(factory.django.DjangoModelFactory):
     sku = factory.Sequence(lambda n: f"SKU-{n:04d}")
 
 
-class TagFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Tag
-
-    name = factory.Sequence(lambda n: f"tag{n}")
-
-
-class EventFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Event
-
-    name = factory.Sequence(lambda n: f"Event {n}")
-
-
-class TicketFactory(factory.django.DjangoModelFactory):
+class TicketFactory(DjangoModelFactory):
     class Meta:
         model = Ticket
