@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,8 @@ class Prose(Directive):
     has_content = True
     optional_arguments = 1
     final_argument_whitespace = True
-    option_spec = {"members": directives.unchanged, "no-index": directives.flag}
+    # Any option (:members:, :show-inheritance:, ...); an unknown one would drop the content.
+    option_spec = defaultdict(lambda: directives.unchanged, members=directives.unchanged)
 
     def run(self) -> list[nodes.Node]:
         node = nodes.container()
@@ -100,9 +102,11 @@ def test_the_check_finds_both_kinds(tmp_path: Path) -> None:
         "One sentence, e.g. this one, with ``INSERT ... VALUES`` and 1, 2, ... (so on). Another.\n"
         "A sentence broken\nover two lines.\n\n"
         "- **Run-in.** Fine.\n\n"
-        "::\n\n   Code. Is not prose.\n"
+        "::\n\n   Code. Is not prose.\n\n"
+        ".. autoclass:: Thing\n   :show-inheritance:\n\n   Its text. Is prose.\n"
     )
     assert problems(page) == [
         "docs/page.rst:4: two sentences on one line",
         "docs/page.rst:5: a sentence goes on at the next line",
+        "docs/page.rst:17: two sentences on one line",
     ]
