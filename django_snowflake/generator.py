@@ -622,19 +622,18 @@ class SnowflakeGenerator:
 
     def _acquire(self) -> None:
         if self.closed:
-            raise GeneratorClosed(
-                "This generator was closed and its worker slot released (runtime reset, or "
-                "settings.SNOWFLAKE changed); no ID was issued. Take the current generator "
-                "from django_snowflake.get_generator() instead of keeping one."
-            )
+            raise GeneratorClosed(worker_id=self._slot_worker_id())
         if self.lease_source is None:
             raise WorkerLeaseLost(
-                f"This generator was built with a fixed worker ID in process {self._owner_pid}; "
-                f"process {os.getpid()} is a fork of it and must not issue IDs with the same "
-                "worker ID. Build a new generator with its own worker ID in the child, or use "
-                "a leasing allocator."
+                WorkerLeaseLost.FORKED,
+                worker_id=self._slot_worker_id(),
+                parent_pid=self._owner_pid,
             )
         self._install(self.lease_source.acquire(self))
+
+    def _slot_worker_id(self) -> int | None:
+        """The worker ID of the last lease installed, for errors raised after it is dropped."""
+        return None if self._slot is None else self._slot[0]
 
     def _install(self, lease: Lease) -> None:
         layout = self.layout
@@ -744,10 +743,9 @@ class SnowflakeGenerator:
         """
         self._drop_lease()
         raise WorkerLeaseLost(
-            f"Process {os.getpid()} is a fork of process {self._pid} made without Python's "
-            "fork hooks, so it still holds its parent's worker slot and must not issue IDs "
-            "from it. Under uWSGI set py-call-uwsgi-fork-hooks = true (the hooks run) or "
-            'lazy-apps = true (each worker loads the application); docs: "Worker IDs".'
+            WorkerLeaseLost.FORKED_WITHOUT_HOOKS,
+            worker_id=self._slot_worker_id(),
+            parent_pid=self._pid,
         )
 
     def _after_fork_in_child(self) -> None:

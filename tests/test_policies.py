@@ -155,6 +155,8 @@ def test_failing_callback_on_a_floor_ahead_issues_nothing(error, acquires):
     source.same_slot = True
 
     def on_clock_sequence(value: int) -> None:
+        if error is WorkerLeaseLost:
+            raise WorkerLeaseLost(WorkerLeaseLost.TAKEN_OVER, worker_id=0, clock_sequence=value)
         raise error("cannot store the clock sequence")
 
     generator, clock = make(

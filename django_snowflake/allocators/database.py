@@ -204,48 +204,57 @@ class DatabaseAllocator(BaseAllocator):
             return messages  # E035 (checks.py) reports the lease
         reserved_ms = lease * RESERVED_MS_PER_LEASE_SECOND
         unit = layout.time_unit_ms
-        if unit > reserved_ms:
-            messages.append(
-                settings_message(
-                    Error,
-                    "E014",
-                    _(
-                        "TIME_UNIT_MS %(unit)s is longer than the %(reserved)s ms a lease of "
-                        "LEASE_SECONDS %(lease)s reserves ahead (three quarters of it): the "
-                        "database allocator could never issue an ID."
-                    ),
-                    _(
-                        "Raise LEASE_SECONDS to %(lease_needed)s or more, or lower TIME_UNIT_MS to "
-                        "%(reserved)s or less."
-                    ),
-                    unit=unit,
-                    reserved=reserved_ms,
-                    lease=lease,
-                    lease_needed=-(-unit // RESERVED_MS_PER_LEASE_SECOND),
-                )
-            )
         bound = settings["MAX_ROLLBACK_MS"]
-        if settings["CLOCK_ROLLBACK"] == "borrow" and is_int(bound) and bound > reserved_ms:
-            messages.append(
-                settings_message(
-                    Error,
-                    "E023",
-                    _(
-                        "MAX_ROLLBACK_MS %(bound)s lets the 'borrow' policy run further ahead of "
-                        "the clock than the %(reserved)s ms a lease of LEASE_SECONDS %(lease)s "
-                        "reserves (three quarters of it): IDs would stall at the reservation's end "
-                        "instead of being borrowed."
-                    ),
-                    _(
-                        "Lower MAX_ROLLBACK_MS to %(reserved)s or less, or raise LEASE_SECONDS to "
-                        "%(lease_needed)s or more."
-                    ),
-                    bound=bound,
-                    reserved=reserved_ms,
-                    lease=lease,
-                    lease_needed=-(-bound // RESERVED_MS_PER_LEASE_SECOND),
+        borrows = settings["CLOCK_ROLLBACK"] == "borrow" and is_int(bound)
+        # (ID, whether it applies, message, hint, the placeholder and value of what needs
+        # more than the reservation): both name the reservation and the lease that fits.
+        spans = (
+            (
+                "E014",
+                unit > reserved_ms,
+                _(
+                    "TIME_UNIT_MS %(unit)s is longer than the %(reserved)s ms a lease of "
+                    "LEASE_SECONDS %(lease)s reserves ahead (three quarters of it): the "
+                    "database allocator could never issue an ID."
+                ),
+                _(
+                    "Raise LEASE_SECONDS to %(lease_needed)s or more, or lower TIME_UNIT_MS to "
+                    "%(reserved)s or less."
+                ),
+                "unit",
+                unit,
+            ),
+            (
+                "E023",
+                borrows and bound > reserved_ms,
+                _(
+                    "MAX_ROLLBACK_MS %(bound)s lets the 'borrow' policy run further ahead of "
+                    "the clock than the %(reserved)s ms a lease of LEASE_SECONDS %(lease)s "
+                    "reserves (three quarters of it): IDs would stall at the reservation's end "
+                    "instead of being borrowed."
+                ),
+                _(
+                    "Lower MAX_ROLLBACK_MS to %(reserved)s or less, or raise LEASE_SECONDS to "
+                    "%(lease_needed)s or more."
+                ),
+                "bound",
+                bound,
+            ),
+        )
+        for check_id, applies, msg, hint, name, needed_ms in spans:
+            if applies:
+                messages.append(
+                    settings_message(
+                        Error,
+                        check_id,
+                        msg,
+                        hint,
+                        reserved=reserved_ms,
+                        lease=lease,
+                        lease_needed=-(-needed_ms // RESERVED_MS_PER_LEASE_SECOND),
+                        **{name: needed_ms},
+                    )
                 )
-            )
         return messages
 
     def __init__(self, layout: BitLayout, settings: Mapping[str, Any]) -> None:
@@ -266,6 +275,8 @@ class DatabaseAllocator(BaseAllocator):
         self._lease: Lease | None = None
         #: The slot of the last lease this process lost, until it holds another.
         self._lost_worker_id: int | None = None
+        #: When (time.monotonic()) the database last granted or extended a lease to us.
+        self._renewed_at: float | None = None
         self._generator: weakref.ref[SnowflakeGenerator] | None = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._heartbeat: threading.Thread | None = None
@@ -300,33 +311,31 @@ class DatabaseAllocator(BaseAllocator):
             if self._lost_worker_id is None:
                 raise
             raise WorkerLeaseLost(
-                f"This process lost its lease of worker slot {self._lost_worker_id}, and no "
-                f"other slot is free: {exc} No ID was issued."
+                WorkerLeaseLost.NO_FREE_SLOT,
+                worker_id=self._lost_worker_id,
+                error=exc,
+                **self._renewal_facts(),
             ) from exc
         except SnowflakeError:
             raise
         except DatabaseError as exc:
             raise WorkerLeaseLost(
-                f"No worker lease: renewing or claiming a slot in the database {self.alias!r} "
-                f"failed ({exc}). No ID was issued. Retry once the database is back; if the "
-                "table is missing, run `manage.py migrate`."
+                WorkerLeaseLost.DATABASE_ERROR, database=self.alias, error=exc
             ) from exc
         except RuntimeError as exc:
             if not _blocked(exc):
                 raise
             raise WorkerLeaseLost(
-                f"No worker lease: claiming a slot needs the database ({exc}). In a test "
-                'suite, use SNOWFLAKE = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0} '
-                '(docs: "Testing").'
+                WorkerLeaseLost.DATABASE_BLOCKED, database=self.alias, error=exc
             ) from exc
         self.claim_seconds = time.perf_counter() - started
         self._start_heartbeat()
         return lease
 
     def persist_clock_sequence(self, value: int) -> None:
-        pk, token = self._pk, self._token
+        pk, token, lease = self._pk, self._token, self._lease
         if pk is None:
-            raise WorkerLeaseLost("No worker slot is held to store the clock sequence in.")
+            raise WorkerLeaseLost(WorkerLeaseLost.NOT_HELD, clock_sequence=value)
         try:
             updated = self._run(
                 lambda: (
@@ -338,13 +347,17 @@ class DatabaseAllocator(BaseAllocator):
             )
         except DatabaseError as exc:
             raise WorkerLeaseLost(
-                f"Clock sequence {value} could not be stored in the database {self.alias!r} "
-                f"({exc}), so no ID uses it; the next ID claims a slot once it is back."
+                WorkerLeaseLost.DATABASE_ERROR,
+                database=self.alias,
+                error=exc,
+                clock_sequence=value,
             ) from exc
         if not updated:
             raise WorkerLeaseLost(
-                f"The worker slot was taken over before clock sequence {value} could be stored; "
-                "the next ID claims a fresh slot."
+                WorkerLeaseLost.TAKEN_OVER,
+                worker_id=None if lease is None else lease.worker_id,
+                clock_sequence=value,
+                **self._renewal_facts(),
             )
 
     def close(self) -> None:
@@ -464,6 +477,9 @@ class DatabaseAllocator(BaseAllocator):
         if not updated:
             self._forget(lease)
             return None
+        with self._state:
+            if self._lease is lease:
+                self._renewed_at = time.monotonic()
         return limit
 
     def _other_layout(self) -> str | None:
@@ -499,9 +515,7 @@ class DatabaseAllocator(BaseAllocator):
                     return lease
             time.sleep(random.uniform(0, 0.002 * min(attempt + 1, 10)))
         raise WorkerLeaseLost(
-            f"Could not claim a worker slot in {MAX_CLAIM_ATTEMPTS} attempts: every attempt "
-            "lost a race with another process. Retry; if it persists, fewer processes should "
-            "start at the same moment."
+            WorkerLeaseLost.CLAIM_RACES_LOST, database=self.alias, attempts=MAX_CLAIM_ATTEMPTS
         )
 
     def _claim_once(
@@ -683,11 +697,12 @@ class DatabaseAllocator(BaseAllocator):
             return
         resume_ms = self.layout.unit_start_ms(floor + 1)
         raise WorkerLeaseLost(
-            f"The database {self.alias!r} failed over or was restored (it is now incarnation "
-            f"{incarnation!r}): a process whose lease writes it lost may still issue IDs "
-            f"until {ms_to_datetime(resume_ms).isoformat()}. This process holds worker slot "
-            f"{lease.worker_id} and issues IDs from then on, in {(resume_ms - now) / 1000:.1f} "
-            "s; retry then. No ID was issued."
+            WorkerLeaseLost.FAILOVER,
+            database=self.alias,
+            incarnation=incarnation,
+            worker_id=lease.worker_id,
+            resume_at=ms_to_datetime(resume_ms),
+            resume_in_seconds=(resume_ms - now) / 1000,
         )
 
     def _lock_hint(self, error: OperationalError) -> str:
@@ -754,7 +769,16 @@ class DatabaseAllocator(BaseAllocator):
         with self._state:
             self._pk, self._token, self._lease = row.pk, token, lease
             self._lost_worker_id = None
+            self._renewed_at = time.monotonic()
         return lease
+
+    def _renewal_facts(self) -> dict[str, Any]:
+        """For a ``WorkerLeaseLost``: how long ago the lease was last granted or extended."""
+        renewed_at = self._renewed_at
+        return {
+            "renewed_seconds_ago": None if renewed_at is None else time.monotonic() - renewed_at,
+            "lease_seconds": self.lease_seconds,
+        }
 
     def _forget(self, lease: Lease) -> None:
         with self._state:

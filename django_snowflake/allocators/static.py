@@ -112,9 +112,9 @@ class StaticAllocator(BaseAllocator):
         if os.getpid() != self._owner_pid:
             if not parallel_test_worker():
                 raise WorkerLeaseLost(
-                    f"Worker ID {self.worker_id} is configured for process {self._owner_pid}; "
-                    f"process {os.getpid()} is a fork of it and must not share the ID. Give "
-                    'each process its own WORKER_ID, or use WORKER_ALLOCATOR = "database".'
+                    WorkerLeaseLost.FORKED,
+                    worker_id=self.worker_id,
+                    parent_pid=self._owner_pid,
                 )
             # A worker of Django's parallel test runner, forked after the parent built the
             # generator: it runs on its own clone of every test database, so sharing the
@@ -122,11 +122,7 @@ class StaticAllocator(BaseAllocator):
             # It keeps the parent's record of used time, and owns the allocator from here.
             self._owner_pid = os.getpid()
         if self._closed:
-            raise GeneratorClosed(
-                "This generator's allocator was closed (runtime reset, or settings.SNOWFLAKE "
-                "changed); no ID was issued. Take the current generator from "
-                "django_snowflake.get_generator() instead of keeping one."
-            )
+            raise GeneratorClosed(worker_id=self.worker_id)
         self._generator = weakref.ref(generator)
         with _used_lock:
             used, test_mode = _used.get(self._slot_key(), (UsedTime(), False))
