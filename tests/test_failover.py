@@ -66,20 +66,32 @@ def old_row(worker_id: int, incarnation: str, layout: BitLayout, **fields: Any) 
     )
 
 
+@pytest.fixture
+def generator(database_generator: Callable[..., SnowflakeGenerator]) -> SnowflakeGenerator:
+    """The database allocator on a 3-second lease, so that a claim after a failover waits 3 s."""
+    return database_generator(LEASE_SECONDS=3)
+
+
 @servers_only
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_after_a_failover_holds_its_slot_and_issues_after_the_lease(
-    database_generator: Callable[..., SnowflakeGenerator],
+    generator: SnowflakeGenerator,
 ) -> None:
-    generator = database_generator(LEASE_SECONDS=3)
     old_row(0, "another-server/1", generator.layout)
     started = time.time() * 1000
     with pytest.raises(WorkerLeaseLost, match="failed over or was restored") as raised:
         generate()
     assert re.search(r"slot \d+ and issues IDs from then on, in \d\.\d s", str(raised.value))
+    error = raised.value
+    assert (error.reason, error.database) == (WorkerLeaseLost.FAILOVER, "default")
+    assert error.incarnation == database_incarnation("default")
+    assert error.resume_at is not None and error.resume_in_seconds is not None
+    assert 0 < error.resume_in_seconds <= 3.75 + 1
+    assert error.resume_at.isoformat() in str(error)
+    assert f"holds worker slot {error.worker_id} and" in str(error)
     current = database_incarnation("default")
     held = WorkerNode.objects.get(incarnation=current)
-    assert held.incarnation_since is not None
+    assert held.incarnation_since is not None and error.worker_id == held.worker_id
     assert generator.lease is None  # nothing to issue from yet
     with pytest.raises(WorkerLeaseLost, match="failed over"):
         generate()  # still inside the wait: the same slot, still no ID
@@ -94,10 +106,7 @@ def test_a_claim_after_a_failover_holds_its_slot_and_issues_after_the_lease(
 
 @servers_only
 @pytest.mark.django_db(transaction=True)
-def test_an_incarnation_seen_a_lease_ago_claims_at_once(
-    database_generator: Callable[..., SnowflakeGenerator],
-) -> None:
-    generator = database_generator(LEASE_SECONDS=3)
+def test_an_incarnation_seen_a_lease_ago_claims_at_once(generator: SnowflakeGenerator) -> None:
     current = database_incarnation("default")
     old_row(0, "another-server/1", generator.layout)
     old_row(1, current, generator.layout, incarnation_since=timezone.now() - timedelta(seconds=5))
@@ -107,11 +116,10 @@ def test_an_incarnation_seen_a_lease_ago_claims_at_once(
 
 @pytest.mark.django_db(transaction=True)
 def test_rows_of_an_older_version_on_a_server_that_never_failed_over_claim_at_once(
-    database_generator: Callable[..., SnowflakeGenerator],
+    generator: SnowflakeGenerator,
 ) -> None:
     """An upgrade: rows with no incarnation, on a server never promoted nor restored (the
     shared test servers; SQLite has no incarnation at all)."""
-    generator = database_generator(LEASE_SECONDS=3)
     old_row(0, "", generator.layout)
     generate()
     assert generator.lease is not None

@@ -173,4 +173,14 @@ def test_a_lost_lease_with_no_free_slot_is_worker_lease_lost(
         WorkerLeaseLost, match=f"lost its lease of worker slot {lease.worker_id}"
     ) as raised:
         generate()
-    assert isinstance(raised.value.__cause__, NoWorkerAvailable)
+    error = raised.value
+    assert isinstance(error.__cause__, NoWorkerAvailable) and error.error is error.__cause__
+    assert (error.reason, error.worker_id, error.lease_seconds) == (
+        WorkerLeaseLost.NO_FREE_SLOT,
+        lease.worker_id,
+        3,
+    )
+    # Renewed within the last lease, then found taken at the heartbeat after.
+    assert error.renewed_seconds_ago is not None and 0 <= error.renewed_seconds_ago < 10
+    assert "(last renewed " in str(error) and "a lease lasts 3 s), and no other slot" in str(error)
+    assert f"no other slot is free: {error.error} No ID was issued." in str(error)

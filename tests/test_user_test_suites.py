@@ -21,8 +21,12 @@ def test_recommended_settings_generate_without_database_access() -> None:
 
 def test_database_allocator_under_the_blocker_explains_the_fix(settings: Any) -> None:
     settings.SNOWFLAKE = {}
-    with pytest.raises(WorkerLeaseLost, match=r"WORKER_ALLOCATOR.*static.*Testing"):
+    with pytest.raises(WorkerLeaseLost, match=r"WORKER_ALLOCATOR.*static.*Testing") as raised:
         generate()
+    error = raised.value
+    assert (error.reason, error.database) == (WorkerLeaseLost.DATABASE_BLOCKED, "default")
+    assert isinstance(error.error, RuntimeError) and error.error is error.__cause__
+    assert "Database access not allowed" in str(error)
 
 
 @pytest.mark.slow

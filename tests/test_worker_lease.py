@@ -215,8 +215,15 @@ def test_a_clock_sequence_that_cannot_be_stored_issues_nothing(
         for key, value in unreachable.items():
             monkeypatch.setitem(connection.settings_dict, key, value)
         clock.rewind(10)
-        with pytest.raises(WorkerLeaseLost, match="Clock sequence 1 could not be stored"):
+        with pytest.raises(WorkerLeaseLost, match="Clock sequence 1 could not be stored") as raised:
             generate()
+        error = raised.value
+        assert (error.reason, error.database, error.clock_sequence) == (
+            WorkerLeaseLost.DATABASE_ERROR,
+            "default",
+            1,
+        )
+        assert error.error is error.__cause__ and f"({error.error})" in str(error)
         assert generator.lease is None
         monkeypatch.undo()
         after = generate()
