@@ -157,6 +157,14 @@ class _Plan:
         else:
             self.getter = lambda obj: (getattr(obj, attnames[0]),)
         self.pk_getter = attrgetter(opts.pk.attname)
+        # Whether preparing a batch stays off the database connection (no field of the
+        # model's own conversion or pre_save(), which might query it): then a batch is
+        # prepared while the server still loads the one before (see bulk_load()).
+        self.prepares_offline = all(
+            _converts_as_django(field)
+            and (_is_pre_save_plain(field) or isinstance(field, models.DateField))
+            for field in self.fields
+        )
 
     def _converter(self, field: models.Field[Any, Any]) -> Callable[[models.Model], Any]:
         connection = self.connection
@@ -309,6 +317,10 @@ def _groups(plan: _Plan, rows: list[Row]) -> list[tuple[list[int], list[int]]]:
     return [([n for n in every if n not in mask], indexes) for mask, indexes in groups.items()]
 
 
+def _loaded() -> None:
+    """The end of a write that had nothing left to wait for."""
+
+
 class _Loader:
     """Writes groups of prepared rows to one table; one per backend."""
 
@@ -319,6 +331,15 @@ class _Loader:
 
     def write(self, positions: list[int], rows: list[Row]) -> None:
         raise NotImplementedError
+
+    def begin(self, positions: list[int], rows: list[Row]) -> Callable[[], None]:
+        """Send ``rows``; the function returned waits until the database has loaded them.
+
+        A loader whose server goes on loading after the last row is sent (PostgreSQL's
+        COPY) returns before the server is done; the others write at once.
+        """
+        self.write(positions, rows)
+        return _loaded
 
     def insert_sql(self, positions: list[int]) -> str:
         columns = ", ".join(self.quote(self.plan.columns[n]) for n in positions)
@@ -443,6 +464,9 @@ class _PostgreSQLLoader(_Loader):
         return name
 
     def write(self, positions: list[int], rows: list[Row]) -> None:
+        self.begin(positions, rows)()
+
+    def begin(self, positions: list[int], rows: list[Row]) -> Callable[[], None]:
         columns = ", ".join(self.quote(self.plan.columns[n]) for n in positions)
         binary = self.types is not None
         sql = f"COPY {self.quote(self.plan.table)} ({columns}) FROM STDIN" + (
@@ -450,34 +474,41 @@ class _PostgreSQLLoader(_Loader):
         )
         if len(positions) != len(self.plan.columns):
             rows = [tuple(row[n] for n in positions) for row in rows]
-        with (
-            self.connection.cursor() as cursor,
-            self.connection.wrap_database_errors,
-            cursor.cursor.copy(sql) as copy,
-        ):
-            if self.types is None:
-                deque(map(copy.write_row, rows), maxlen=0)
-                return
-            copy.set_types([self.types[n] for n in positions])
-            if _format_row_binary is None:
-                deque(map(copy.write_row, rows), maxlen=0)
-                return
-            # Rows formatted by psycopg's own C row formatter in a loop that stays in C:
-            # write_row() costs two Python calls per row, a third of the time of a load of
-            # small rows. A block goes out every _COPY_BLOCK_ROWS rows, so the server parses
-            # one while the next is formatted; the blocks make the whole binary COPY stream,
-            # signature to trailer.
-            transformer = copy.formatter.transformer
-            buffer = bytearray(_BINARY_SIGNATURE)
-            for start in range(0, len(rows), _COPY_BLOCK_ROWS):
-                block = rows[start : start + _COPY_BLOCK_ROWS]
-                deque(
-                    map(_format_row_binary, block, repeat(transformer), repeat(buffer)),
-                    maxlen=0,
-                )
-                copy.write(buffer)
-                buffer = bytearray()
-            copy.write(_BINARY_TRAILER)
+        with contextlib.ExitStack() as stack:
+            # Entered as a with statement would; the end of the COPY (which waits for the
+            # server) is left to the function returned, unless the rows fail to go out.
+            cursor = stack.enter_context(self.connection.cursor())
+            stack.enter_context(self.connection.wrap_database_errors)
+            copy = stack.enter_context(cursor.cursor.copy(sql))
+            self._send(copy, [self.types[n] for n in positions] if self.types else None, rows)
+            end = stack.pop_all().close
+        return end
+
+    @staticmethod
+    def _send(copy: Any, types: list[str] | None, rows: list[Row]) -> None:
+        if types is None:
+            deque(map(copy.write_row, rows), maxlen=0)
+            return
+        copy.set_types(types)
+        if _format_row_binary is None:
+            deque(map(copy.write_row, rows), maxlen=0)
+            return
+        # Rows formatted by psycopg's own C row formatter in a loop that stays in C:
+        # write_row() costs two Python calls per row, a third of the time of a load of
+        # small rows. A block goes out every _COPY_BLOCK_ROWS rows, so the server parses
+        # one while the next is formatted; the blocks make the whole binary COPY stream,
+        # signature to trailer.
+        transformer = copy.formatter.transformer
+        buffer = bytearray(_BINARY_SIGNATURE)
+        for start in range(0, len(rows), _COPY_BLOCK_ROWS):
+            block = rows[start : start + _COPY_BLOCK_ROWS]
+            deque(
+                map(_format_row_binary, block, repeat(transformer), repeat(buffer)),
+                maxlen=0,
+            )
+            copy.write(buffer)
+            buffer = bytearray()
+        copy.write(_BINARY_TRAILER)
 
     def finish(self) -> None:
         if self.plan.foreign_keys:
@@ -697,21 +728,22 @@ def bulk_load(
             f"{alias!r}; use bulk_create()."
         )
     plan = _Plan(model, connection)
-    done = 0
     with transaction.atomic(using=alias):
         loader = _LOADERS[connection.vendor](plan)
-        for batch in _batches(objs, size):
-            rows = _prepare(plan, batch, done)
-            for positions, indexes in _groups(plan, rows):
-                group = rows if len(indexes) == len(rows) else [rows[i] for i in indexes]
-                _write(loader, positions, group, rows, indexes, done, alias)
-            for obj in batch:
-                state = obj._state
-                state.adding = False
-                state.db = alias
-            done += len(batch)
-            if progress is not None:
-                progress(done)
+        load = _Load(loader, alias, progress)
+        batches = _batches(objs, size)
+        try:
+            prepared = load.prepare(next(batches, None))
+            while prepared is not None:
+                # The next batch is taken before the write begins: making it runs the
+                # caller's code, which may query this connection.
+                following = next(batches, None)
+                load.write(prepared)
+                prepared = load.prepare(following)
+                load.wait()
+        except BaseException:
+            load.abandon()  # a COPY left open would refuse the rollback
+            raise
         savepoint = _savepoint(alias) if plan.foreign_keys else None
         try:
             loader.finish()
@@ -721,10 +753,71 @@ def bulk_load(
                 transaction.savepoint_rollback(savepoint, using=alias)
             where = _pk_of_fk_error(plan, exc)
             raise _describe(plan, exc, f"the foreign key check of {where or 'its rows'}") from exc
-    return done
+    return load.done
 
 
-def _write(
+#: A batch ready to write: the index of its first instance, the instances, their rows.
+_Prepared = tuple[int, list[models.Model], list[Row]]
+
+
+class _Load:
+    """The batches of one ``bulk_load()``, prepared and written in turn.
+
+    Where preparing a batch stays off the connection (``_Plan.prepares_offline``), the next
+    batch is prepared while the server still loads the rows sent, and the end of the write
+    is awaited only then: the server and Python work at once instead of by turns.
+    """
+
+    def __init__(self, loader: _Loader, alias: str, progress: Progress | None) -> None:
+        self.loader = loader
+        self.plan = loader.plan
+        self.alias = alias
+        self.progress = progress
+        self.taken = 0
+        self.done = 0
+        self._end: Callable[[], None] = _loaded
+        self._batch: list[models.Model] = []
+
+    def prepare(self, batch: list[models.Model] | None) -> _Prepared | None:
+        if batch is None:
+            return None
+        first, self.taken = self.taken, self.taken + len(batch)
+        return first, batch, _prepare(self.plan, batch, first)
+
+    def write(self, prepared: _Prepared) -> None:
+        first, batch, rows = prepared
+        end = _loaded
+        for positions, indexes in _groups(self.plan, rows):
+            end()  # one write at a time on a connection
+            group = rows if len(indexes) == len(rows) else [rows[i] for i in indexes]
+            end = _begin(self.loader, positions, group, rows, indexes, first, self.alias)
+        self._end, self._batch = end, batch
+        if not self.plan.prepares_offline:
+            self.wait()
+
+    def wait(self) -> None:
+        """Wait for the batch being loaded, if any, and mark its instances saved."""
+        end, batch = self._end, self._batch
+        self._end, self._batch = _loaded, []
+        end()
+        if not batch:
+            return
+        for state in map(attrgetter("_state"), batch):
+            state.adding = False
+            state.db = self.alias
+        self.done += len(batch)
+        if self.progress is not None:
+            self.progress(self.done)
+
+    def abandon(self) -> None:
+        """End the write of the batch being loaded, if any, without marking it saved."""
+        end = self._end
+        self._end, self._batch = _loaded, []
+        with contextlib.suppress(DatabaseError):
+            end()
+
+
+def _begin(
     loader: _Loader,
     positions: list[int],
     group: list[Row],
@@ -732,13 +825,16 @@ def _write(
     indexes: Sequence[int],
     first: int,
     alias: str,
-) -> None:
+) -> Callable[[], None]:
+    """Start writing ``group`` in a savepoint; the function returned waits for the end.
+
+    Either raises, if the database refuses a row, an error naming the row.
+    """
     savepoint = _savepoint(alias)
-    try:
-        loader.write(positions, group)
-    except DatabaseError as exc:
+
+    def failed(exc: DatabaseError) -> DatabaseError:
         if savepoint is None:
-            raise _describe(loader.plan, exc, "a batch") from exc
+            return _describe(loader.plan, exc, "a batch")
         # Find the row: roll the batch back, insert its rows one by one, stop at the first
         # failure, and roll that back too (the load's transaction is rolled back by the raise).
         transaction.savepoint_rollback(savepoint, using=alias)
@@ -746,13 +842,28 @@ def _write(
         transaction.savepoint_rollback(savepoint, using=alias)
         plan = loader.plan
         if found is None:
-            original = exc.__cause__ if isinstance(exc, _LoadDataWarning) else exc
-            raise _describe(plan, exc, "a batch") from original
+            return _describe(plan, exc, "a batch")
         index, error = found
         pk = rows[index][plan.pk_position]
-        raise _describe(plan, error, f"row {first + index} (pk {pk})") from error
-    if savepoint is not None:
-        transaction.savepoint_commit(savepoint, using=alias)
+        return _describe(plan, error, f"row {first + index} (pk {pk})")
+
+    def cause(exc: DatabaseError) -> BaseException:
+        return exc.__cause__ if isinstance(exc, _LoadDataWarning) and exc.__cause__ else exc
+
+    try:
+        end = loader.begin(positions, group)
+    except DatabaseError as exc:
+        raise failed(exc) from cause(exc)
+
+    def finish() -> None:
+        try:
+            end()
+        except DatabaseError as exc:
+            raise failed(exc) from cause(exc)
+        if savepoint is not None:
+            transaction.savepoint_commit(savepoint, using=alias)
+
+    return finish
 
 
 def _savepoint(alias: str) -> str | None:
