@@ -15,50 +15,29 @@ from django_snowflake.models import SnowflakeModel
 
 from ..baselines import uuid7
 
-# Every model declares its primary key first, as the implicit ``id`` of a model is: the
-# order matters, because Model.__init__ pops each field from the keyword arguments while
-# any are left, and a missing one (the key) costs a KeyError before its default is called.
+# Every model has its primary key first, as the implicit ``id`` of a model is: the order
+# matters, because Model.__init__ pops each field from the keyword arguments while any are
+# left, and a missing one (the key) costs a KeyError before its default is called. Fields
+# are ordered by when they were declared, so the keys come from abstract bases declared
+# before the payload (SnowflakeModel's is declared in django_snowflake.models).
 
 
-class BigAutoRow(models.Model):
-    """The implicit ``id`` of ``DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"``."""
-
-    value = models.IntegerField()
-    label = models.CharField(max_length=32)
-
-    class Meta:
-        db_table = "bench_bigauto"
-
-    def __str__(self) -> str:
-        return f"{self.pk}: {self.value}"
-
-
-class UUID4Row(models.Model):
+class UUID4Key(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4)
-    value = models.IntegerField()
-    label = models.CharField(max_length=32)
 
     class Meta:
-        db_table = "bench_uuid4"
-
-    def __str__(self) -> str:
-        return f"{self.pk}: {self.value}"
+        abstract = True
 
 
-class UUID7Row(models.Model):
+class UUID7Key(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid7)
-    value = models.IntegerField()
-    label = models.CharField(max_length=32)
 
     class Meta:
-        db_table = "bench_uuid7"
-
-    def __str__(self) -> str:
-        return f"{self.pk}: {self.value}"
+        abstract = True
 
 
-class SnowflakeRows(SnowflakeModel):
-    """The Snowflake tables' payload: SnowflakeRow, and RawRow for the bare-cursor floor."""
+class Row(models.Model):
+    """The payload of every table: a number and a short text."""
 
     value = models.IntegerField()
     label = models.CharField(max_length=32)
@@ -70,41 +49,53 @@ class SnowflakeRows(SnowflakeModel):
         return f"{self.pk}: {self.value}"
 
 
-class SnowflakeRow(SnowflakeRows):
+class BigAutoRow(Row):
+    """The implicit ``id`` of ``DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"``."""
+
+    class Meta:
+        db_table = "bench_bigauto"
+
+
+class UUID4Row(UUID4Key, Row):
+    class Meta:
+        db_table = "bench_uuid4"
+
+
+class UUID7Row(UUID7Key, Row):
+    class Meta:
+        db_table = "bench_uuid7"
+
+
+class SnowflakeRow(SnowflakeModel, Row):
     class Meta:
         db_table = "bench_snowflake"
 
 
-class RawRow(SnowflakeRows):
+class RawRow(SnowflakeModel, Row):
     """SnowflakeRow's twin, filled through a bare cursor: the floor under ``create()``."""
 
     class Meta:
         db_table = "bench_raw"
 
 
-class BulkLoadRow(SnowflakeRows):
+class BulkLoadRow(SnowflakeModel, Row):
     """SnowflakeRow's twin, filled by ``bulk_load`` (benchmarks/bulk_load.py)."""
 
     class Meta:
         db_table = "bench_bulk_load"
 
 
-class BigAutoSnowflakeColumnRow(models.Model):
+class BigAutoSnowflakeColumnRow(Row):
     """The control: a BigAutoField key plus a Snowflake ID in an ordinary column.
 
     It pays what SnowflakeRow pays to generate and send an 8-byte value from Python, and what
     BigAutoRow pays for the database's key and RETURNING it.
     """
 
-    value = models.IntegerField()
-    label = models.CharField(max_length=32)
     snowflake = SnowflakeField()
 
     class Meta:
         db_table = "bench_bigauto_snowflake_column"
-
-    def __str__(self) -> str:
-        return f"{self.pk}: {self.value}"
 
 
 #: The models in report order, by the key used in the results.
