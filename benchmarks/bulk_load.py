@@ -221,11 +221,9 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
 
 
 TEXT = """\
-``bulk_load`` (see :doc:`bulk_loading`) against ``bulk_create`` of three keys and against the
-bare loader, {bulk_load_rows:,} rows per key and database, keys taking turns in chunks of
-50,000 rows. *With construction* counts building the instances (or tuples) and loading them;
-*pre-built* counts the load alone. Ratios are ``bulk_load``'s rate over the other's, paired
-run by run.
+``bulk_load`` (see :doc:`bulk_loading`) against ``bulk_create`` of three keys and against the bare loader, {bulk_load_rows:,} rows per key and database, keys taking turns in chunks of 50,000 rows.
+*With construction* counts building the instances (or tuples) and loading them; *pre-built* counts the load alone.
+Ratios are ``bulk_load``'s rate over the other's, paired run by run.
 
 """
 

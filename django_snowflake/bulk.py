@@ -95,7 +95,19 @@ _PG_BINARY = {
 # nested, rectangular lists included); other element types (jsonb, whose values Django
 # wraps in an adapter, and the rest untested here) send the table through text COPY. Ranges
 # are Django's psycopg Range subclasses, dumped by psycopg's binary range dumpers.
-_PG_BINARY_ARRAY_ELEMENTS = {"int2", "int4", "int8", "text", "varchar"}
+_PG_BINARY_ARRAY_ELEMENTS = {
+    "int2",
+    "int4",
+    "int8",
+    "text",
+    "varchar",
+    "bool",
+    "float8",
+    "numeric",
+    "date",
+    "uuid",
+    "timestamptz",
+}
 _PG_BINARY_RANGES = {"int4range", "int8range", "numrange", "daterange", "tstzrange"}
 _PG_ARRAY = re.compile(r"^(.*?)((?:\[\d*\])+)$")
 
@@ -447,6 +459,8 @@ class _PostgreSQLLoader(_Loader):
                 if not _converts_as_django(base):
                     return None
             element = _PG_BINARY.get(array.group(1).strip())
+            if element == "timestamptz" and not settings.USE_TZ:
+                return None  # naive datetimes, read in the connection's time zone
             return f"{element}[]" if element in _PG_BINARY_ARRAY_ELEMENTS else None
         if db_type in _PG_BINARY_RANGES:
             if db_type == "tstzrange" and not (

@@ -8,6 +8,9 @@ tests alone (it needs django.contrib.postgres and the hstore extension its migra
 from __future__ import annotations
 
 import datetime
+import decimal
+import math
+import uuid
 import zoneinfo
 from collections.abc import Iterator
 from typing import Any
@@ -128,6 +131,24 @@ def edge_cases() -> list[dict[str, Any]]:
             "words": ["x" * 10_000, "\x7f", "\u2028", "\\N", "\\."],
             "maybe_words": ["\\", '"', ","],
         },
+        {
+            "required_span": NumericRange(0, 1),
+            "days": [datetime.date(1, 1, 1), None, datetime.date(9999, 12, 31)],
+            "amounts": [decimal.Decimal("-999999999.999"), None, decimal.Decimal("0.001"), 7],
+            "tokens": [uuid.UUID(int=0), uuid.UUID(int=2**128 - 1)],
+            "ratios": [0.0, -0.0, 1e308, -math.inf, math.inf, 5e-324],
+            "flags": [True, None, False],
+            "moments": [moment, datetime.datetime(2024, 10, 27, 2, 30, tzinfo=PARIS)],
+        },
+        {
+            "required_span": NumericRange(0, 1),
+            "days": [],
+            "amounts": [],
+            "tokens": [],
+            "ratios": [],
+            "flags": [],
+            "moments": [],
+        },
         {  # a naive bound: Django sends it as it is, read in the connection's time zone
             "required_span": NumericRange(0, 1),
             "period": DateTimeTZRange(datetime.datetime(2024, 1, 1, 12), None),
@@ -152,8 +173,20 @@ def test_without_time_zone_support(pg_app: Any, path: str) -> None:
             [
                 {"required_span": NumericRange(0, 1), "period": DateTimeTZRange(naive, None)},
                 {"required_span": NumericRange(0, 1), "period": DateTimeTZRange(None, naive)},
+                {"required_span": NumericRange(0, 1), "moments": [naive, None]},
             ],
         )
+        loader = bulk._PostgreSQLLoader(bulk._Plan(pg_app[0], connection))
+        assert loader._binary_type(pg_app[0]._meta.get_field("moments")) is None
+        assert loader._binary_type(pg_app[0]._meta.get_field("days")) == "date[]"
+
+
+def test_arrays_of_json_take_text_copy(pg_app: Any, path: str) -> None:
+    from tests.pg_app.models import CreatedJsonArray, LoadedJsonArray
+
+    assert not uses_binary_copy(LoadedJsonArray)
+    documents = [{"a": [1, "2", None]}, None, "3", "", [], {"t\tab": "\n\\x \\u0041"}, 1.5, True]
+    load_twins((LoadedJsonArray, CreatedJsonArray), [{"documents": documents}, {}])
 
 
 text = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"))
@@ -163,6 +196,9 @@ moments = st.datetimes(
     timezones=st.sampled_from([datetime.UTC, PARIS]),
 )
 bounds = st.sampled_from(["[)", "(]", "[]", "()"])
+amounts = st.decimals(
+    min_value=-(10**9) + 1, max_value=10**9 - 1, places=3, allow_nan=False, allow_infinity=False
+)
 
 
 @st.composite
@@ -212,6 +248,12 @@ def rows(draw: st.DrawFn) -> dict[str, Any]:
         "period": draw(st.none() | time_ranges()),
         "pairs": draw(st.dictionaries(text, st.none() | text, max_size=4)),
         "maybe_pairs": draw(st.none() | st.dictionaries(text, st.none() | text, max_size=3)),
+        "days": draw(st.none() | st.lists(st.none() | st.dates(), max_size=3)),
+        "amounts": draw(st.none() | st.lists(st.none() | amounts, max_size=3)),
+        "tokens": draw(st.none() | st.lists(st.uuids(), max_size=3)),
+        "ratios": draw(st.none() | st.lists(st.floats(allow_nan=False), max_size=3)),
+        "flags": draw(st.none() | st.lists(st.none() | st.booleans(), max_size=3)),
+        "moments": draw(st.none() | st.lists(moments, max_size=3)),
     }
 
 

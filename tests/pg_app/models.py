@@ -24,6 +24,12 @@ class PgTwin(SnowflakeModel):
     period = DateTimeRangeField(null=True)
     pairs = HStoreField(default=dict)
     maybe_pairs = HStoreField(null=True)
+    days = ArrayField(models.DateField(null=True), null=True)
+    amounts = ArrayField(models.DecimalField(max_digits=12, decimal_places=3, null=True), null=True)
+    tokens = ArrayField(models.UUIDField(), null=True)
+    ratios = ArrayField(models.FloatField(), null=True)
+    flags = ArrayField(models.BooleanField(null=True), null=True)
+    moments = ArrayField(models.DateTimeField(), null=True)
 
     class Meta:
         abstract = True
@@ -34,4 +40,21 @@ class LoadedPg(PgTwin):
 
 
 class CreatedPg(PgTwin):
+    """Written by bulk_create."""
+
+
+class JsonArrayTwin(SnowflakeModel):
+    """An array of JSON, which Django sends wrapped in its adapter: text COPY."""
+
+    documents = ArrayField(models.JSONField(null=True), default=list)
+
+    class Meta:
+        abstract = True
+
+
+class LoadedJsonArray(JsonArrayTwin):
+    """Written by bulk_load."""
+
+
+class CreatedJsonArray(JsonArrayTwin):
     """Written by bulk_create."""
