@@ -27,7 +27,7 @@ from typing import Any
 from django.db import connections, transaction
 
 from django_snowflake import generate_many
-from django_snowflake.bulk import bulk_load
+from django_snowflake.bulk import DEFAULT_BATCH_SIZE, bulk_load
 
 from . import databases
 from .common import log, rotated, summary
@@ -185,8 +185,48 @@ def run_database(alias: str, runs: int, rows: int) -> dict[str, Any]:
     return out
 
 
-def run(aliases: list[str], runs: int, rows: int) -> dict[str, Any]:
-    return {alias: run_database(alias, runs, rows) for alias in aliases}
+def _rss_mib() -> float:
+    """This process's resident memory now, in MiB (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def memory(alias: str, rows: int) -> dict[str, Any]:
+    """Resident memory while ``bulk_load`` streams ``rows`` instances from a generator.
+
+    Flat means the last sample is no higher than the first: the generator's instances are
+    built a batch at a time and dropped once loaded, whatever the number of rows.
+    """
+    from .benchapp.models import BulkLoadRow
+
+    databases.recreate_table(BulkLoadRow, alias)
+    every = max(rows // 10, DEFAULT_BATCH_SIZE)
+    samples: list[tuple[int, float]] = [(0, _rss_mib())]
+
+    def progress(done: int) -> None:
+        if done % every == 0 or done == rows:
+            samples.append((done, _rss_mib()))
+            log(f"{alias} bulk_load memory: {done:,} rows, {samples[-1][1]:.0f} MiB")
+
+    started = time.perf_counter()
+    made = (BulkLoadRow(value=i, label=LABEL) for i in range(rows))
+    bulk_load(BulkLoadRow.objects.using(alias), made, progress=progress)
+    seconds = time.perf_counter() - started
+    databases.recreate_table(BulkLoadRow, alias)
+    after_first = samples[1][1]
+    return {
+        "rows": rows,
+        "seconds": seconds,
+        "samples": samples,
+        "growth_mib": samples[-1][1] - after_first,
+    }
+
+
+def run(aliases: list[str], runs: int, rows: int, memory_rows: int) -> dict[str, Any]:
+    results = {alias: run_database(alias, runs, rows) for alias in aliases}
+    for alias in aliases:
+        results[alias]["memory"] = memory(alias, memory_rows)
+    return results
 
 
 # The goals (issue 14): (database, ratio, goal).
@@ -257,4 +297,16 @@ def render(results: dict[str, Any]) -> str:
                 rows,
             )
         )
+        if "memory" in section:
+            parts.append(_memory_text(DB_NAMES[db], section["memory"]))
     return "\n".join(parts)
+
+
+def _memory_text(db: str, memory: dict[str, Any]) -> str:
+    samples = memory["samples"]
+    shown = ", ".join(f"{mib:.0f} MiB at {done:,}" for done, mib in samples[1:])
+    return (
+        f"Memory on {db}, {memory['rows']:,} instances streamed from a generator "
+        f"({memory['seconds']:.0f} s): resident memory {shown} rows; "
+        f"{memory['growth_mib']:+.0f} MiB from the first sample to the last.\n"
+    )

@@ -40,6 +40,7 @@ FULL: dict[str, Any] = {
     "herds": (32, 64),
     "bulk_load_rows": 1_000_000,
     "bulk_load_runs": 3,
+    "bulk_load_memory_rows": 10_000_000,
 }
 QUICK: dict[str, Any] = {
     "micro_rounds": 7,
@@ -56,6 +57,7 @@ QUICK: dict[str, Any] = {
     "herds": (8, 16),
     "bulk_load_rows": 20_000,
     "bulk_load_runs": 3,
+    "bulk_load_memory_rows": 200_000,
 }
 
 
@@ -154,7 +156,10 @@ def main(argv: list[str] | None = None) -> None:
             from . import bulk_load
 
             results["bulk_load"] = bulk_load.run(
-                aliases, sizes["bulk_load_runs"], sizes["bulk_load_rows"]
+                aliases,
+                sizes["bulk_load_runs"],
+                sizes["bulk_load_rows"],
+                sizes["bulk_load_memory_rows"],
             )
             durations["bulk_load"] = time.perf_counter() - mark
     finally:

@@ -7,6 +7,8 @@ connection), and an error while a COPY is open must leave the connection usable.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 from django.db import IntegrityError, connection, models
 from django.test.utils import isolate_apps
@@ -78,3 +80,21 @@ def test_a_field_that_queries_while_preparing_is_loaded_batch_by_batch() -> None
         finally:
             with connection.schema_editor() as editor:
                 editor.delete_model(Note)
+
+
+def _peak_bytes(rows: int) -> int:
+    """Peak traced memory while ``rows`` instances stream from a generator into bulk_load."""
+    made = (Customer(name=f"customer {n}") for n in range(rows))
+    tracemalloc.start()
+    try:
+        bulk_load(Customer, made, batch_size=500)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.django_db
+def test_memory_stays_flat_whatever_the_number_of_rows() -> None:
+    small, large = _peak_bytes(2_000), _peak_bytes(20_000)
+    # Ten times the rows, the same few batches in memory at once.
+    assert large < small * 1.5
