@@ -27,6 +27,7 @@ from .generators import (
     make,
     units_of,
 )
+from .rollbacks import rollback_outcomes
 
 
 @pytest.mark.parametrize("bound", [0, 3, 10])
@@ -46,19 +47,8 @@ def test_borrow_takes_units_ahead_within_its_bound(bound):
 FLOOR_AHEAD_MS = 12
 
 
-@pytest.mark.parametrize(
-    ("policy", "bound", "outcome"),
-    [
-        ("raise", 1000, "raise"),
-        ("wait", 20, "wait"),
-        ("wait", 5, "raise"),
-        ("borrow", 20, "borrow"),
-        ("borrow", 5, "raise"),
-        ("ring", 20, "wait"),
-        ("ring", 5, "raise"),
-        ("clock_sequence", 0, "bump"),
-    ],
-)
+# The floor is FLOOR_AHEAD_MS ahead: within a bound of 20 ms, past one of 5 ms.
+@pytest.mark.parametrize(("policy", "bound", "outcome"), rollback_outcomes(within=20, beyond=5))
 def test_a_floor_ahead_of_the_clock_is_a_rollback(policy, bound, outcome):
     layout = CLOCK_SEQUENCE_LAYOUTS["tiny_cs"]
     base = layout.to_units(layout.epoch_ms + DAY_MS)
@@ -72,7 +62,7 @@ def test_a_floor_ahead_of_the_clock_is_a_rollback(policy, bound, outcome):
         max_rollback_ms=bound,
         on_clock_sequence=lambda value: reported.append((value, clock())),
     )
-    if outcome == "raise":
+    if outcome == "raises":
         with pytest.raises(ClockMovedBackwards) as info:
             generator.next_id()
         assert info.value.behind_ms == FLOOR_AHEAD_MS
@@ -81,7 +71,7 @@ def test_a_floor_ahead_of_the_clock_is_a_rollback(policy, bound, outcome):
     value = generator.next_id()
     parts = layout.decompose(value)
     units = units_of(layout, [value])[0]
-    if outcome == "bump":
+    if outcome == "new clock sequence":
         assert reported == [(1, clock())]
         assert parts.clock_sequence == 1 and units == base
         assert generator.clock_sequence == 1
@@ -89,8 +79,8 @@ def test_a_floor_ahead_of_the_clock_is_a_rollback(policy, bound, outcome):
         assert reported == []
         assert units == floor + 1 and parts.clock_sequence == 0
         ahead = layout.unit_start_ms(units) - clock()
-        assert ahead == (FLOOR_AHEAD_MS + 1 if outcome == "borrow" else 0)
-        assert clock.slept_ms == (0 if outcome == "borrow" else FLOOR_AHEAD_MS + 1)
+        assert ahead == (FLOOR_AHEAD_MS + 1 if outcome == "borrows" else 0)
+        assert clock.slept_ms == (0 if outcome == "borrows" else FLOOR_AHEAD_MS + 1)
 
 
 def test_clock_sequence_is_reported_before_any_id_carries_it():
