@@ -117,7 +117,8 @@ class WorkerLeaseLost(SnowflakeError):
     """Raised when this process no longer holds a worker lease and cannot claim a fresh one.
 
     ``reason`` says why, as one of the constants below; the attributes after each constant are
-    the facts its reasons carry (``None`` when a reason has none). No ID was issued.
+    the facts its reasons carry (``None`` when a reason has none), and ``pid`` is the process
+    that raised it. No ID was issued.
     """
 
     #: One of :attr:`REASONS`.
@@ -169,13 +170,15 @@ class WorkerLeaseLost(SnowflakeError):
     FAILOVER = "failover"
     #: The database's incarnation since the failover.
     incarnation: str | None = None
-    #: When IDs resume, and in how many seconds.
+    #: When IDs resume (the generator's clock).
     resume_at: datetime | None = None
+    #: How many seconds from the error IDs resume.
     resume_in_seconds: float | None = None
 
     #: The generator was closed and ``worker_id`` released (:class:`GeneratorClosed`).
     CLOSED = "closed"
 
+    #: Every reason, in the order above.
     REASONS = (
         FORKED,
         FORKED_WITHOUT_HOOKS,
