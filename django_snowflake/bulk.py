@@ -31,6 +31,7 @@ from django.db.models.expressions import DatabaseDefault
 from django.db.models.fields.related import ForeignObject
 
 from . import generate
+from .exceptions import BulkLoadError
 from .fields import SnowflakeAutoField, SnowflakeField
 
 __all__ = ["DEFAULT_BATCH_SIZE", "BulkLoadError", "bulk_load"]
@@ -41,10 +42,6 @@ DEFAULT_BATCH_SIZE = 10_000
 
 Row = tuple[Any, ...]
 Progress = Callable[[int], object]
-
-
-class BulkLoadError(ValueError):
-    """Raised before any row is written when ``bulk_load`` cannot load a model or a row."""
 
 
 # Django's own field classes whose get_db_prep_save() returns a value of the class given as
@@ -727,8 +724,9 @@ def bulk_load(
     is not set on the instance); each loaded instance is marked saved
     (``_state.adding = False``, ``_state.db`` the alias).
 
-    Raises :class:`BulkLoadError` (a ``ValueError``) for multi-table inheritance, a primary
-    key the database numbers, an object of another class, or an instance without a key.
+    Raises :class:`~django_snowflake.exceptions.BulkLoadError` (a ``ValueError``) for
+    multi-table inheritance, a primary key the database numbers, an object of another class,
+    or an instance without a key.
     """
     model, alias = _resolve(model_or_queryset)
     _check_model(model)

@@ -1,8 +1,6 @@
 """The package's own errors, each carrying the numbers that explain it.
 
-Every one is a :class:`SnowflakeError`, except ``bulk_load``'s
-:class:`~django_snowflake.bulk.BulkLoadError` (a ``ValueError``, defined beside it). Beyond
-these, invalid settings raise Django's ``ImproperlyConfigured`` (pointing at
+Every one is a :class:`SnowflakeError`. Beyond these, invalid settings raise Django's ``ImproperlyConfigured`` (pointing at
 ``manage.py check``), and invalid arguments Python's ``ValueError`` or ``TypeError``.
 """
 
@@ -311,3 +309,7 @@ class LayoutMismatch(SnowflakeError):
 
 class InvalidSnowflake(SnowflakeError, ValueError):
     """Raised when a value is not a Snowflake ID of the layout."""
+
+
+class BulkLoadError(SnowflakeError, ValueError):
+    """Raised before any row is written when ``bulk_load`` cannot load a model or a row."""
