@@ -8,11 +8,20 @@ from django_snowflake.fields import SnowflakeField
 from django_snowflake.models import SnowflakeManager, SnowflakeManagerMixin, SnowflakeModel
 
 
-class Customer(SnowflakeModel):
+class Named(models.Model):
+    """A name, which the model is shown by."""
+
     name = models.CharField(max_length=100)
+
+    class Meta:
+        abstract = True
 
     def __str__(self) -> str:
         return self.name
+
+
+class Customer(SnowflakeModel, Named):
+    pass
 
 
 class Order(SnowflakeModel):
@@ -33,27 +42,20 @@ class TagManager(SnowflakeManagerMixin, models.Manager["Tag"]):
     """A project's own manager, given the time filters by the mixin."""
 
 
-class Tag(models.Model):
+class Tag(Named):
     """Keyed by the app's default_auto_field, SnowflakeAutoField."""
 
     name = models.CharField(max_length=30)
 
     objects = TagManager()
 
-    def __str__(self) -> str:
-        return self.name
 
-
-class Event(models.Model):
+class Event(Named):
     """Keyed by SnowflakeAutoField, with the time filters from SnowflakeManager."""
 
-    name = models.CharField(max_length=100)
     tags = models.ManyToManyField(Tag, blank=True, related_name="events")
 
     objects = SnowflakeManager()
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Ticket(models.Model):
@@ -118,14 +120,10 @@ class CreatedTwin(BulkTwin):
     """Written by bulk_create."""
 
 
-class Writer(models.Model):
+class Writer(Named):
     """Keyed by SnowflakeAutoField, with a creation hook written for AutoField."""
 
-    name = models.CharField(max_length=100)
     greeting = models.CharField(max_length=100, blank=True)
-
-    def __str__(self) -> str:
-        return self.name
 
     def save(self, *args, **kwargs):  # type: ignore[no-untyped-def]
         if not self.pk:  # the AutoField idiom: runs once, before the first INSERT
@@ -133,26 +131,16 @@ class Writer(models.Model):
         super().save(*args, **kwargs)
 
 
-class Place(models.Model):
+class Place(Named):
     """Multi-table inheritance under SnowflakeAutoField: Restaurant's pk is its parent link."""
-
-    name = models.CharField(max_length=100)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Restaurant(Place):
     serves_pizza = models.BooleanField(default=False)
 
 
-class SnowflakePlace(SnowflakeModel):
+class SnowflakePlace(SnowflakeModel, Named):
     """Multi-table inheritance with the pk made at instantiation."""
-
-    name = models.CharField(max_length=100)
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class SnowflakeRestaurant(SnowflakePlace):
