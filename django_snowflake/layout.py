@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from .exceptions import InvalidSnowflake
 
@@ -89,6 +89,31 @@ class SnowflakeParts(NamedTuple):
         return data
 
 
+class AllOnes:
+    """A layout's largest value for a field of ``bits`` bits: all of them set, ``2**bits - 1``.
+
+    Read from the layout, as its ``max_*`` attributes; read from the class, the descriptor.
+    """
+
+    def __init__(self, bits: str) -> None:
+        self.bits = bits
+
+    @overload
+    def __get__(self, layout: None, owner: type[BitLayout]) -> AllOnes: ...
+
+    @overload
+    def __get__(self, layout: BitLayout, owner: type[BitLayout]) -> int: ...
+
+    def __get__(self, layout: BitLayout | None, owner: type[BitLayout]) -> AllOnes | int:
+        if layout is None:
+            return self
+        bits: int = getattr(layout, self.bits)
+        return (1 << bits) - 1
+
+    def __repr__(self) -> str:
+        return f"2**{self.bits} - 1"
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BitLayout:
     """How the 63 usable bits of an ID are split, the time unit and the epoch.
@@ -160,30 +185,14 @@ class BitLayout:
     def time_shift(self) -> int:
         return self.datacenter_shift + self.datacenter_bits
 
-    @property
-    def max_id(self) -> int:
-        return (1 << self.total_bits) - 1
-
-    @property
-    def max_time(self) -> int:
-        """The last time value, in units since the epoch, that fits in ``time_bits``."""
-        return (1 << self.time_bits) - 1
-
-    @property
-    def max_sequence(self) -> int:
-        return (1 << self.sequence_bits) - 1
-
-    @property
-    def max_worker_id(self) -> int:
-        return (1 << self.worker_bits) - 1
-
-    @property
-    def max_datacenter_id(self) -> int:
-        return (1 << self.datacenter_bits) - 1
-
-    @property
-    def max_clock_sequence(self) -> int:
-        return (1 << self.clock_sequence_bits) - 1
+    # The largest value of each field: all of its bits set.
+    max_id = AllOnes("total_bits")
+    max_time = AllOnes("time_bits")
+    """The last time value, in units since the epoch, that fits in ``time_bits``."""
+    max_sequence = AllOnes("sequence_bits")
+    max_worker_id = AllOnes("worker_bits")
+    max_datacenter_id = AllOnes("datacenter_bits")
+    max_clock_sequence = AllOnes("clock_sequence_bits")
 
     # Capacity and lifespan.
 
