@@ -156,18 +156,19 @@ def run_loads(
 
 # PostgreSQL, into a table that already holds rows.
 
+#: Per key, the SQL that fills its table ({table}) with rows made by the server.
 PRELOAD_SQL = {
-    "bigauto": "INSERT INTO bench_bigauto (value, label) "
+    "bigauto": "INSERT INTO {table} (value, label) "
     "SELECT i, %(label)s FROM generate_series(1, %(rows)s) i",
-    "uuid4": "INSERT INTO bench_uuid4 (id, value, label) "
+    "uuid4": "INSERT INTO {table} (id, value, label) "
     "SELECT gen_random_uuid(), i, %(label)s FROM generate_series(1, %(rows)s) i",
     # Version 7: one row per millisecond up to now, in time order (random bits from v4).
-    "uuid7": "INSERT INTO bench_uuid7 (id, value, label) "
+    "uuid7": "INSERT INTO {table} (id, value, label) "
     "SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid()) placing "
     "substring(int8send(%(now_ms)s - %(rows)s + i) from 3) from 1 for 6), 52, 1), 53, 1), "
     "'hex')::uuid, i, %(label)s FROM generate_series(1, %(rows)s) i",
     # Four other workers (100-103), each one ID per millisecond up to now, in time order.
-    "snowflake": "INSERT INTO bench_snowflake (id, value, label) "
+    "snowflake": "INSERT INTO {table} (id, value, label) "
     "SELECT ((%(now_units)s - 1 - (%(rows)s - i) / 4) << 22) | ((100 + i %% 4) << 12), "
     "i, %(label)s FROM generate_series(1, %(rows)s) i",
 }
@@ -197,7 +198,8 @@ def preload_template(rows: int) -> dict[str, float]:
         started = time.perf_counter()
         databases.recreate_table(MODELS[key], alias)
         with connections[alias].cursor() as cursor:
-            cursor.execute(PRELOAD_SQL[key], params)
+            sql = PRELOAD_SQL[key].format(table=MODELS[key]._meta.db_table)
+            cursor.execute(sql, params)
             cursor.execute(f"VACUUM ANALYZE {MODELS[key]._meta.db_table}")
         took[key] = time.perf_counter() - started
         log(

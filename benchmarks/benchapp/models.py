@@ -2,6 +2,7 @@
 
 The tables are created and dropped by the runner for every load (the app has no
 migrations), so each load starts from an empty table, or from a copy of a preloaded one.
+They take Django's names, ``bench_<model>`` (the app's label is ``bench``).
 """
 
 from __future__ import annotations
@@ -52,37 +53,25 @@ class Row(models.Model):
 class BigAutoRow(Row):
     """The implicit ``id`` of ``DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"``."""
 
-    class Meta:
-        db_table = "bench_bigauto"
-
 
 class UUID4Row(UUID4Key, Row):
-    class Meta:
-        db_table = "bench_uuid4"
+    """A random key: UUID version 4."""
 
 
 class UUID7Row(UUID7Key, Row):
-    class Meta:
-        db_table = "bench_uuid7"
+    """A time-ordered UUID key: version 7."""
 
 
 class SnowflakeRow(SnowflakeModel, Row):
-    class Meta:
-        db_table = "bench_snowflake"
+    """A Snowflake key, made in Python."""
 
 
 class RawRow(SnowflakeModel, Row):
     """SnowflakeRow's twin, filled through a bare cursor: the floor under ``create()``."""
 
-    class Meta:
-        db_table = "bench_raw"
-
 
 class BulkLoadRow(SnowflakeModel, Row):
     """SnowflakeRow's twin, filled by ``bulk_load`` (benchmarks/bulk_load.py)."""
-
-    class Meta:
-        db_table = "bench_bulk_load"
 
 
 class BigAutoSnowflakeColumnRow(Row):
@@ -93,9 +82,6 @@ class BigAutoSnowflakeColumnRow(Row):
     """
 
     snowflake = SnowflakeField()
-
-    class Meta:
-        db_table = "bench_bigauto_snowflake_column"
 
 
 #: The models in report order, by the key used in the results.
