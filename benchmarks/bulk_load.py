@@ -270,6 +270,15 @@ Ratios are ``bulk_load``'s rate over the other's, paired run by run.
 
 def render(results: dict[str, Any]) -> str:
     parts = []
+    own = results.get("bulk_load_machine")
+    if own:
+        # A bulk_load section measured in a run of its own, merged into a full run's results.
+        load = ", ".join(f"{value:.2f}" for value in own["load_average_at_end"])
+        parts.append(
+            f"This section was measured in a run of its own on {own['date'][:10]} "
+            f"(``python -m benchmarks --only bulk_load``, {own['seconds'] / 60:.0f} minutes, "
+            f"load average {load} at its end).\n"
+        )
     for db, section in results["bulk_load"].items():
         rows = []
         for key in KEYS:
@@ -303,10 +312,12 @@ def render(results: dict[str, Any]) -> str:
 
 
 def _memory_text(db: str, memory: dict[str, Any]) -> str:
-    samples = memory["samples"]
-    shown = ", ".join(f"{mib:.0f} MiB at {done:,}" for done, mib in samples[1:])
+    samples = memory["samples"][1:]
+    (first_rows, first), (last_rows, last) = samples[0], samples[-1]
+    highest = max(mib for _, mib in samples)
     return (
-        f"Memory on {db}, {memory['rows']:,} instances streamed from a generator "
-        f"({memory['seconds']:.0f} s): resident memory {shown} rows; "
-        f"{memory['growth_mib']:+.0f} MiB from the first sample to the last.\n"
+        f"Memory on {db}: {memory['rows']:,} instances streamed from a generator in "
+        f"{memory['seconds']:.0f} s; resident memory {first:.0f} MiB after {first_rows:,} rows, "
+        f"{last:.0f} MiB after {last_rows:,} (highest sample {highest:.0f} MiB, "
+        f"{len(samples)} samples).\n"
     )
