@@ -31,7 +31,7 @@ from django_snowflake.bulk import DEFAULT_BATCH_SIZE, bulk_load
 
 from . import databases
 from .common import log, rotated, summary
-from .report import DB_NAMES, spread, table
+from .report import DB_NAMES, Target, at_least, spread, table
 
 KEYS = ("bigauto", "snowflake", "uuid7", "bulk_load", "bare")
 BASELINES = ("bigauto", "snowflake", "uuid7")
@@ -239,24 +239,17 @@ GOALS = (
 )
 
 
-def targets(results: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
-    """(what, measured, target, met) for the report's targets check."""
-    rows: list[tuple[str, str, str, bool | None]] = []
+def targets(results: dict[str, Any]) -> list[Target]:
+    """(what, measured, target, met) for this section's goals."""
+    rows: list[Target] = []
     section = results.get("bulk_load", {})
     for db, name, goal in GOALS:
         if db not in section:
             continue
-        ratio = section[db]["ratios"][name]
         mode, pair = name.split(": ")
         what = "pre-built" if mode == "prebuilt" else "with construction"
-        rows.append(
-            (
-                f"{DB_NAMES[db]} {pair.replace('/', ' vs ')} ({what})",
-                spread(ratio, "{:.2f}x"),
-                f">= {goal}x",
-                ratio["median"] >= goal,
-            )
-        )
+        label = f"{DB_NAMES[db]} {pair.replace('/', ' vs ')} ({what})"
+        rows.append(at_least(label, section[db]["ratios"][name], goal))
     return rows
 
 

@@ -8,8 +8,21 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from . import bulk_load
-from .report import DB_NAMES, DOCS, KEYS, NAMES, _mb, _rate, chart, spread, table, targets
+from . import bulk_load, report
+from .report import DB_NAMES, DOCS, KEYS, NAMES, Target, _mb, _rate, chart, spread, table
+
+
+def targets(results: dict[str, Any]) -> list[Target]:
+    """(what, measured, target, met) for every target the results cover."""
+    return report.targets(results) + bulk_load.targets(results)
+
+
+def target_lines(results: dict[str, Any]) -> list[str]:
+    marks = {True: "met", False: "MISSED", None: "-"}
+    return [
+        f"{marks[met]:>6}  {what}: {measured} (target {goal})"
+        for what, measured, goal, met in targets(results)
+    ]
 
 
 def _targets(results: dict[str, Any]) -> str:

@@ -54,7 +54,8 @@ def at_least(
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
-    """(what, measured, target, met) for every target the results cover."""
+    """(what, measured, target, met) for the targets of generation and inserts (the
+    bulk_load section judges its own: ``page.targets`` joins the two)."""
     rows: list[Target] = []
     generation = results.get("generation")
     if generation:
@@ -174,17 +175,7 @@ def targets(results: dict[str, Any]) -> list[Target]:
         if name not in section["ratios"]:
             continue
         rows.append(at_least(label, section["ratios"][name], goal))
-    from .bulk_load import targets as bulk_load_targets
-
-    return rows + bulk_load_targets(results)
-
-
-def target_lines(results: dict[str, Any]) -> list[str]:
-    marks = {True: "met", False: "MISSED", None: "-"}
-    return [
-        f"{marks[met]:>6}  {what}: {measured} (target {goal})"
-        for what, measured, goal, met in targets(results)
-    ]
+    return rows
 
 
 # The docs page.

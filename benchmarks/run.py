@@ -75,7 +75,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    from . import page, report
+    from . import page
 
     if args.report:
         page.render(json.loads(Path(args.report).read_text()))
@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     log(
         f"results in {RESULTS / f'latest{suffix}.json'}; took {results['duration_seconds'] / 60:.1f} min"
     )
-    for line in report.target_lines(results):
+    for line in page.target_lines(results):
         print(line)
     if complete and not args.quick and not args.no_docs:
         page.render(results)
