@@ -415,14 +415,20 @@ class Chaos:
             process.signal(signal.SIGCONT)
             process.signal(signal.SIGTERM)
         deadline = time.monotonic() + 60
-        while self.live() and time.monotonic() < deadline:
+        # A worker spawned by a restart just above may not have announced itself yet: it is
+        # waited for and stopped too, or the wait below would never return.
+        while (self.live() or self.starting()) and time.monotonic() < deadline:
             time.sleep(0.1)
-            self.discover()  # forks answered late
+            self.discover()  # forks and late starters answered late
             for process in self.live():
                 process.signal(signal.SIGTERM)
         for process in self.live():
             log(f"torture: worker {process.pid} did not stop; SIGKILL")
             process.signal(signal.SIGKILL)
+        for spawned in self.spawned:
+            if spawned.poll() is None:
+                log(f"torture: worker {spawned.pid} never started; SIGKILL")
+                spawned.kill()
         for spawned in [*self.spawned, *self.probes]:
             spawned.wait()
         # libfaketime's per-process shared memory, left behind by every killed worker.

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import threading
 
 from stress.check import check_files, load
+from stress.torture import Chaos, TortureConfig
 from stress.torture_worker import IdLog
 
 
@@ -80,3 +84,29 @@ def test_check_excuses_a_drop_only_at_a_reset_seam(tmp_path):
         ("1-0-wait.bin", 5, 1),
         ("2-0-wait.bin", 2, 1),
     ]
+
+
+# A worker that announces itself after the shutdown began (slow to start, as one spawned by a
+# restart during the shutdown is): its pid file comes a second late.
+LATE_WORKER = """
+import json, pathlib, sys, time
+time.sleep(1)
+path = pathlib.Path(sys.argv[1]) / "pids" / str(__import__("os").getpid())
+path.write_text(json.dumps({"policy": "wait", "clock": "0"}))
+time.sleep(600)
+"""
+
+
+def test_shutdown_stops_a_worker_that_announces_itself_late(tmp_path):
+    for name in ("pids", "logs"):
+        (tmp_path / name).mkdir()
+    chaos = Chaos(db=None, run=tmp_path, config=TortureConfig(seed=1))  # type: ignore[arg-type]
+    late = subprocess.Popen([sys.executable, "-c", LATE_WORKER, str(tmp_path)])
+    chaos.spawned.append(late)
+    done = threading.Thread(target=chaos.shutdown, daemon=True)
+    done.start()
+    done.join(timeout=30)
+    stopped = not done.is_alive()
+    late.kill()  # before the assertion, so a failure leaves nothing running
+    late.wait()
+    assert stopped, "shutdown() still waits for a worker it never stopped"
