@@ -119,15 +119,21 @@ def _fast_class(field: models.Field[Any, Any]) -> type | None:
     return _IDENTITY.get(type(field))
 
 
+def _is_pre_save_djangos(field: models.Field[Any, Any]) -> bool:
+    """Whether ``field.pre_save()`` is Django's own: DateField and DateTimeField override it
+    for auto_now(_add), which reads the clock and nothing else."""
+    return type(field).pre_save in (
+        models.Field.pre_save,
+        models.DateField.pre_save,
+        models.DateTimeField.pre_save,
+    )
+
+
 def _is_pre_save_plain(field: models.Field[Any, Any]) -> bool:
     """Whether ``field.pre_save(obj, add=True)`` only reads the attribute."""
     if type(field).pre_save is not models.Field.pre_save:
-        # DateField and DateTimeField override it for auto_now(_add) only.
-        if isinstance(field, models.DateField) and type(field).pre_save in (
-            models.DateField.pre_save,
-            models.DateTimeField.pre_save,
-        ):
-            return not (field.auto_now or field.auto_now_add)
+        if _is_pre_save_djangos(field):
+            return not (field.auto_now or field.auto_now_add)  # type: ignore[attr-defined]
         return False
     return True
 
@@ -171,7 +177,7 @@ class _Plan:
         # prepared while the server still loads the one before (see bulk_load()).
         self.prepares_offline = all(
             _converts_as_django(field)
-            and (_is_pre_save_plain(field) or isinstance(field, models.DateField))
+            and (_is_pre_save_plain(field) or _is_pre_save_djangos(field))
             for field in self.fields
         )
 
@@ -473,9 +479,6 @@ class _PostgreSQLLoader(_Loader):
         if name == "timestamptz" and not settings.USE_TZ:
             return None  # naive datetimes, read in the connection's time zone
         return name
-
-    def write(self, positions: list[int], rows: list[Row]) -> None:
-        self.begin(positions, rows)()
 
     def begin(self, positions: list[int], rows: list[Row]) -> Callable[[], None]:
         columns = ", ".join(self.quote(self.plan.columns[n]) for n in positions)

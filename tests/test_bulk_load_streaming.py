@@ -70,11 +70,25 @@ def test_a_field_that_queries_while_preparing_is_loaded_batch_by_batch() -> None
             def __str__(self) -> str:
                 return self.text
 
+        class Stamping(models.DateTimeField):  # type: ignore[type-arg]
+            def pre_save(self, model_instance, add):  # type: ignore[no-untyped-def]
+                return super().pre_save(model_instance, add)  # its own: it might query
+
+        class Stamped(SnowflakeModel):
+            at = Stamping(auto_now=True)
+
+            class Meta:
+                app_label = "testapp"
+
+            def __str__(self) -> str:
+                return str(self.at)
+
         with connection.schema_editor() as editor:
             editor.create_model(Note)
         try:
             assert bulk._Plan(Customer, connection).prepares_offline
             assert not bulk._Plan(Note, connection).prepares_offline
+            assert not bulk._Plan(Stamped, connection).prepares_offline
             notes = [Note(text=str(n)) for n in range(5)]
             assert bulk_load(Note, notes, batch_size=2) == 5
         finally:
