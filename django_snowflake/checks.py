@@ -543,7 +543,7 @@ def check_auto_field_switch(app_configs: Any = None, **kwargs: Any) -> list[Chec
                 (
                     _(
                         "App %(app)s sets default_auto_field = %(pinned)s, which overrides "
-                        "DEFAULT_AUTO_FIELD = %(switch)s: its models %(models)s keep integer keys."
+                        "DEFAULT_AUTO_FIELD = %(switch)s, so integer keys stay on %(models)s."
                     ),
                     _(
                         "Remove default_auto_field from %(config)s in %(module)s (startapp "

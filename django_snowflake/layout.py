@@ -413,12 +413,15 @@ def _ms_of(dt: datetime) -> int:
 def bit_diagram(layout: BitLayout) -> str:
     """A text diagram of the layout's fields, most significant bit first::
 
-    +------+--------------+-------------+---------------+
-    | 0    | time (41)    | worker (10) | sequence (12) |
-    | 63   | 62-22        | 21-12       | 11-0          |
-    +------+--------------+-------------+---------------+
+    +---------+-----------+-------------+---------------+
+    | sign: 0 | time (41) | worker (10) | sequence (12) |
+    | 63      | 62-22     | 21-12       | 11-0          |
+    +---------+-----------+-------------+---------------+
+
+    The first column is the sign bit, always 0, with any bits the layout leaves unused; the
+    others give their number of bits.
     """
-    fields = [("0", 64 - layout.total_bits)] + [
+    fields = [("sign", 64 - layout.total_bits)] + [
         (name.removesuffix("_bits").replace("_", " "), getattr(layout, name))
         for name in BIT_FIELDS
         if getattr(layout, name)
@@ -426,7 +429,10 @@ def bit_diagram(layout: BitLayout) -> str:
     top = 63
     labels, ranges = [], []
     for name, bits in fields:
-        labels.append(name if name == "0" else f"{name} ({bits})")
+        if name != "sign":
+            labels.append(f"{name} ({bits})")
+        else:
+            labels.append("sign: 0" if bits == 1 else f"sign + unused ({bits}): 0")
         ranges.append(str(top) if bits == 1 else f"{top}-{top - bits + 1}")
         top -= bits
     widths = [max(len(a), len(b)) for a, b in zip(labels, ranges, strict=True)]

@@ -33,6 +33,35 @@ def test_text_output_lists_every_part() -> None:
     assert parts["timestamp"] == "2025-01-02T10:17:36.789000Z"
 
 
+@pytest.mark.parametrize(
+    ("units", "note"),
+    [
+        (0, "its time is the epoch itself"),
+        # 2**40 ms past the 2025 epoch: the year 2059.
+        (2**40, "its time is in the future"),
+        (123_456_789, None),
+    ],
+)
+def test_an_id_no_generator_issues_says_so(units: int, note: str | None) -> None:
+    value = get_layout().compose(units, sequence=1)
+    lines = run(str(value)).splitlines()
+    notes = [line for line in lines if line.startswith("note")]
+    if note is None:
+        assert notes == []
+    else:
+        (line,) = notes
+        assert note in line
+        # --json keeps the documented object and says it on stderr.
+        out, err = StringIO(), StringIO()
+        call_command("decode_snowflake", str(value), "--json", stdout=out, stderr=err)
+        assert json.loads(out.getvalue()) == decode(value).as_dict()
+        assert note in err.getvalue()
+
+
+def test_decoding_1_says_it_is_no_snowflake() -> None:
+    assert "AutoField key from before the switch" in run("1")
+
+
 def test_json_output_of_one_id_is_one_object() -> None:
     value = sample_id()
     assert json.loads(run(str(value), "--json")) == decode(value).as_dict()

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -10,7 +11,11 @@ from typing import Any
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.utils import timezone
 
+from django_snowflake.conf import get_layout
+from django_snowflake.database_keys import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
 
 from .conftest import ROOT
@@ -24,7 +29,7 @@ def show_worker(*args: str) -> str:
 
 def test_text_report_with_the_static_allocator() -> None:
     text = show_worker()
-    assert "| 0  | time (41) | worker (10) | sequence (12) |" in text
+    assert "| sign: 0 | time (41) | worker (10) | sequence (12) |" in text
     assert "allocator: static" in text
     assert "worker id: 0" in text
     assert "ids per second per worker: 4096000" in text
@@ -46,6 +51,65 @@ def test_json_report_claims_and_shows_the_lease(settings: Any) -> None:
     assert report["years_left"] > 60
     (mine,) = [slot for slot in report["slots"] if slot["process_id"] == os.getpid()]
     assert (mine["worker_id"], mine["state"]) == (node.worker_id, "active")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_text_report_reads_as_words(settings: Any) -> None:
+    settings.SNOWFLAKE = {"PROCESS_LABEL": "web"}
+    lines = show_worker("--all").splitlines()
+    (offset,) = [line for line in lines if line.startswith("clock offset ms: ")]
+    # One decimal, never "-0.0".
+    assert re.fullmatch(r"clock offset ms: -?\d+\.\d", offset) and offset != "clock offset ms: -0.0"
+    assert "high water: none yet: no ID issued under this slot by this process" in lines
+    assert not any("None" in line for line in lines)
+    if connection.vendor == "sqlite":
+        # No incarnation, so no "first seen" beside it.
+        assert (
+            "database incarnation: none: this database does not tell its servers apart (SQLite)"
+            in lines
+        )
+        assert not any(line.startswith("incarnation first seen") for line in lines)
+    else:
+        assert any(line.startswith("incarnation first seen: ") for line in lines)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("label", ["database", "database:shard2"])
+def test_a_database_slot_is_reserved_not_a_stuck_process(settings: Any, label: str) -> None:
+    settings.SNOWFLAKE = {"PROCESS_LABEL": "web"}
+    layout = get_layout()
+    WorkerNode.objects.filter(worker_id=layout.max_worker_id).delete()
+    WorkerNode.objects.create(
+        worker_id=layout.max_worker_id,
+        host_name=DATABASE_HOST,
+        process_id=0,
+        label=label,
+        launched_at=timezone.now(),
+        heartbeat_at=timezone.now(),
+        lease_expires_at=LEASE_END,
+        last_timestamp=0,
+        layout=layout.fingerprint,
+        token="database-test",
+    )
+    text = show_worker("--all")
+    alias = label.partition(":")[2]
+    reserved = (
+        f"reserved for the database function of database {alias!r}, no heartbeat"
+        if alias
+        else "reserved for a database function, no heartbeat"
+    )
+    assert f"slot {layout.max_worker_id}/0 {reserved}" in text.splitlines()
+    held = WorkerNode.objects.filter(lease_expires_at__gt=timezone.now()).count() - 1
+    databases = f"1 reserved for the database function of {alias!r}"
+    assert f"workers in use: {held} by processes, {1024 - held - 1} free, {databases}" in text
+    report = json.loads(show_worker("--json", "--all"))
+    assert report["workers_in_use"] == {
+        "processes": held,
+        "databases": [alias],
+        "free": 1024 - held - 1,
+    }
+    (slot,) = [slot for slot in report["slots"] if slot["worker_id"] == layout.max_worker_id]
+    assert slot["database"] == alias
 
 
 def test_invalid_settings_are_a_one_line_error(settings: Any) -> None:

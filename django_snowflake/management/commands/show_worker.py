@@ -16,12 +16,14 @@ from ... import get_generator
 from ...conf import get_settings
 from ...exceptions import SnowflakeError
 from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
+from ...slots import database_alias, reserved_for
 
 # The report's lines, for people; ``--json`` keeps the keys.
 LABELS = {
     "layout": _("layout"),
     "ids_per_second_per_worker": _("ids per second per worker"),
     "workers": _("workers"),
+    "workers_in_use": _("workers in use"),
     "lifespan_end": _("lifespan end"),
     "years_left": _("years left"),
     "allocator": _("allocator"),
@@ -78,6 +80,11 @@ class Command(BaseCommand):
         layout = generator.layout
         now = datetime.now(UTC)
         high = generator.last_timestamp
+        lease_facts = generator.lease_source.describe()  # type: ignore[union-attr]
+        if lease_facts.get("clock_offset_ms") is not None:
+            # A tenth of a millisecond is all a clock offset measured over a network means.
+            # (+ 0.0 turns a -0.0 into 0.0.)
+            lease_facts["clock_offset_ms"] = round(lease_facts["clock_offset_ms"], 1) + 0.0
         report: dict[str, Any] = {
             "layout": {
                 "fingerprint": layout.fingerprint,
@@ -87,9 +94,10 @@ class Command(BaseCommand):
             },
             "ids_per_second_per_worker": layout.ids_per_second,
             "workers": layout.workers,
+            **self.workers_in_use(lease_facts.get("database"), lease.datacenter_id),
             "lifespan_end": layout.lifespan_end.isoformat(),
             "years_left": round((layout.lifespan_end - now).days / 365.25, 1),
-            **generator.lease_source.describe(),  # type: ignore[union-attr]
+            **lease_facts,
             "worker_id": lease.worker_id,
             "datacenter_id": lease.datacenter_id,
             "clock_sequence": generator.clock_sequence,
@@ -115,19 +123,68 @@ class Command(BaseCommand):
         for key, value in report.items():
             if key == "slots":
                 continue
+            if key == "incarnation_since" and not report.get("incarnation"):
+                continue  # no incarnation, nothing was first seen
             label = LABELS.get(key, key.replace("_", " "))
-            if isinstance(value, dict):
+            if isinstance(value, dict) and key != "workers_in_use":
                 # One line per part: the layout on one line was wider than any terminal.
                 self.stdout.write(f"{label}:")
                 for name, part in value.items():
                     self.stdout.write(f"  {LABELS.get(name, name.replace('_', ' '))}: {part}")
                 continue
-            self.stdout.write(f"{label}: {value}")
+            self.stdout.write(f"{label}: {self.in_words(key, value, report)}")
         for slot in report.get("slots", []):
-            self.stdout.write(
-                "slot {worker_id}/{datacenter_id} {state} host={host_name} pid={process_id} "
-                "label={label!r} expires={lease_expires_at}".format(**slot)
-            )
+            self.stdout.write(self.slot_line(slot))
+
+    def in_words(self, key: str, value: Any, report: dict[str, Any]) -> Any:
+        """How a report line reads in the text form, where ``--json`` keeps the value."""
+        if key == "high_water" and value is None:
+            return gettext("none yet: no ID issued under this slot by this process")
+        if key == "incarnation" and not value:
+            return gettext("none: this database does not tell its servers apart (SQLite)")
+        if key == "workers_in_use":
+            databases = value["databases"]
+            text = gettext("%(processes)d by processes, %(free)d free") % value
+            if databases:
+                text += ", " + gettext(
+                    "%(count)d reserved for the database function of %(aliases)s"
+                ) % {"count": len(databases), "aliases": ", ".join(map(repr, databases))}
+            return text
+        return value
+
+    def slot_line(self, slot: dict[str, Any]) -> str:
+        """One slot of ``--all``: a database function's slot says so, instead of reading as a
+        process whose heartbeat stopped (pid 0, a lease to the year 9999)."""
+        head = "slot {worker_id}/{datacenter_id}".format(**slot)
+        if slot["database"] is not None:
+            return f"{head} {reserved_for(slot['database'])}"
+        return (
+            "{head} {state} host={host_name} pid={process_id} label={label!r} "
+            "expires={lease_expires_at}".format(head=head, **slot)
+        )
+
+    def workers_in_use(self, alias: str | None, datacenter_id: int) -> dict[str, Any]:
+        """For the database allocator: the slots of this datacenter that processes hold, the
+        ones free to claim, and the databases whose function holds one."""
+        if alias is None:
+            return {}
+        from ...models import WorkerNode
+
+        layout = get_generator().layout
+        live = [
+            node
+            for node in WorkerNode.objects.using(alias).filter(datacenter_id=datacenter_id)
+            if node.lease_state(timezone.now()) == "active"
+        ]
+        databases = sorted(name for name in map(database_alias, live) if name is not None)
+        processes = len(live) - len(databases)
+        return {
+            "workers_in_use": {
+                "processes": processes,
+                "databases": databases,
+                "free": layout.workers - len(live),
+            }
+        }
 
     def unmigrated_message(self, exc: BaseException) -> str | None:
         """One line telling the user to run ``migrate``, if the worker table is missing.
@@ -169,6 +226,7 @@ class Command(BaseCommand):
                 "worker_id": node.worker_id,
                 "datacenter_id": node.datacenter_id,
                 "state": node.lease_state(now),
+                "database": database_alias(node),
                 "host_name": node.host_name,
                 "process_id": node.process_id,
                 "label": node.label,

@@ -1,0 +1,36 @@
+"""How a ``WorkerNode`` row reads to people: a process's slot or a database function's.
+
+The admin and ``show_worker`` both say it, from the marks the database's own claim
+(:mod:`django_snowflake.database_keys`) writes into the row.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.utils.translation import gettext
+
+from .database_keys import DATABASE_HOST, DATABASE_LABEL
+
+if TYPE_CHECKING:
+    from .models import WorkerNode
+
+
+def database_alias(node: WorkerNode) -> str | None:
+    """The alias of the database whose SQL function holds the slot (label
+    ``"database:<alias>"``), ``""`` for a database slot whose label names no alias (rows
+    written before labels did), ``None`` for a process's slot."""
+    if node.host_name != DATABASE_HOST:
+        return None
+    prefix, _, alias = node.label.partition(":")
+    return alias if prefix == DATABASE_LABEL else ""
+
+
+def reserved_for(alias: str) -> str:
+    """The slot of a database's SQL function, in words: it never renews, so a heartbeat
+    that stays at the claim's time is not a stuck process."""
+    if alias:
+        return gettext("reserved for the database function of database %(alias)s, no heartbeat") % {
+            "alias": repr(alias)
+        }
+    return gettext("reserved for a database function, no heartbeat")
