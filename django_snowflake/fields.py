@@ -16,6 +16,7 @@ from django import forms
 from django.core import checks
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.fields import NOT_PROVIDED
 from django.db.models.signals import class_prepared, pre_save
 from django.utils.translation import gettext_lazy as _
 
@@ -182,27 +183,51 @@ def _watch_parent_links(sender: type[models.Model], **kwargs: Any) -> None:
 class_prepared.connect(_watch_parent_links, dispatch_uid="django_snowflake_parent_links")
 
 
+class _DatabaseKeyDefault:
+    """``db_default`` of a Snowflake primary key: ``django_snowflake_id()``, seen only by the
+    schema editor while it writes the column (see :mod:`django_snowflake.database_keys`).
+
+    A descriptor on the class, not a value on the field: a copy of the field whose class is
+    changed (django-simple-history's historical models turn the key into a plain
+    ``BigIntegerField``) keeps whatever ``Field.__init__`` stored, ``NOT_PROVIDED``, so it
+    carries no database default and puts nothing of ours into its migrations. At run time
+    ``Model.__init__`` and ``save()`` see no database default either: the process makes the
+    key (:meth:`SnowflakeAutoField.get_pk_value_on_save`).
+    """
+
+    def __get__(self, field: Any, owner: type | None = None) -> Any:
+        if field is None:
+            return self
+        if field.primary_key and field.has_database_default and column_default_vendor() is not None:
+            return DatabaseSnowflake()
+        return field.__dict__.get("db_default", NOT_PROVIDED)
+
+    def __set__(self, field: Any, value: Any) -> None:
+        field.__dict__["db_default"] = value
+
+
 class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: ignore[type-arg]
-    """A ``BigAutoField`` whose values are Snowflake IDs, made by the database.
+    """A ``BigAutoField`` whose values are Snowflake IDs, made by the process at the INSERT.
 
     Set ``DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"`` (or an
     AppConfig's ``default_auto_field``) to give every model of a project (or an app) Snowflake
-    keys. It keeps ``AutoField``'s semantics: the pk is ``None`` until the first save, the
-    INSERT leaves it out and reads it back with ``RETURNING``, and ``save()`` of an instance
-    built with an existing pk updates that row. The column is a ``bigint`` whose default is
-    the database's ``django_snowflake_id()`` (see :mod:`django_snowflake.database_keys`):
-    no ``AUTOINCREMENT``, identity, serial or ``AUTO_INCREMENT``.
+    keys. It keeps ``AutoField``'s semantics: the pk is ``None`` until the first save, and
+    ``save()`` of an instance built with an existing pk updates that row. Django's own inserts
+    (``save()``, ``create()``, ``bulk_create()``, many-to-many rows of models keyed by it) take
+    the key from this process's leased worker slot when they insert, with no query; an INSERT
+    that leaves the key out (raw SQL, another service) gets one from the database's
+    ``django_snowflake_id()`` (see :mod:`django_snowflake.database_keys` and
+    docs/architecture.rst). The column is a ``bigint``: no ``AUTOINCREMENT``, identity,
+    serial or ``AUTO_INCREMENT``.
     """
 
     description = _("Snowflake ID (primary key)")
-    # The INSERT leaves an unset key out and reads back the one the database made.
-    db_returning = True
-    # The migration recorder's table keeps a key numbered by the database (below).
+    # The INSERT carries the key the process made: nothing to read back (on MySQL, reading
+    # back through LAST_INSERT_ID() would even overwrite it with 0).
+    db_returning = False
+    # The column defaults to the database's function (see _DatabaseKeyDefault).
     has_database_default = True
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.db_default = DatabaseSnowflake()
+    db_default = _DatabaseKeyDefault()
 
     def contribute_to_class(  # type: ignore[override]  # the stubs of Field and AutoFieldMixin differ
         self, cls: type[models.Model], name: str, **kwargs: Any
@@ -216,16 +241,26 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
             # of each app in a migration's state, whose app is registered only after its
             # fields: `migrate` made that table an identity column, `sqlmigrate` a bigint.)
             self.has_database_default = False
+            self.db_returning = True
 
-    def has_db_default(self) -> bool:
-        # Only the schema editor sees the default (the column's DEFAULT, or MariaDB's
-        # trigger). Model.save() must not: Django would skip its UPDATE for a new instance
-        # with a pk, and `Writer(id=existing.id).save()` must update, as with AutoField.
-        return self.has_database_default and column_default_vendor() is not None
+    def has_default(self) -> bool:
+        # Model._save_table() asks right after get_pk_value_on_save() made a fresh key: True
+        # skips its UPDATE probe, one query per new row (Django 5.2 to 6.1: "Skip an UPDATE
+        # when adding an instance and primary key has a default"). A key given by the caller
+        # still gets the probe: _update_given_keys marks such an instance as not adding.
+        return self.has_database_default or super().has_default()
 
     def get_default(self) -> Any:
-        # None until the database makes the key, as AutoField (never a DatabaseDefault).
-        return super().get_default() if self.has_default() else None
+        # None until the INSERT, as AutoField (Model.__init__ asks every field for it).
+        return super().get_default() if self.default is not NOT_PROVIDED else None
+
+    def get_pk_value_on_save(self, instance: models.Model) -> Any:
+        # Model._save_table() and QuerySet.bulk_create() ask for a key that is unset when
+        # they insert: this process's generator makes it (the strong path: a leased slot,
+        # fencing, failover incarnations), so the INSERT carries it and reads nothing back.
+        if self.default is not NOT_PROVIDED or not self.has_database_default:
+            return super().get_pk_value_on_save(instance)
+        return generate()
 
     def get_internal_type(self) -> str:
         # The schema editors decide on AUTOINCREMENT, IDENTITY and AUTO_INCREMENT (and on
@@ -240,6 +275,42 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
 
     def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
         errors = super().check(**kwargs)
-        if self.has_default() and not callable(self.default):
+        if self.default is not NOT_PROVIDED and not callable(self.default):
             errors.append(_fixed_default_error(self))
         return errors
+
+
+def _update_given_keys(
+    sender: type[models.Model], instance: models.Model, raw: bool = False, **kwargs: Any
+) -> None:
+    """Before a new instance keyed by SnowflakeAutoField is saved with a key the caller gave:
+    save it as AutoField would, UPDATE first, then INSERT if no row has that key.
+
+    SnowflakeAutoField reports a default (see its has_default()), which makes Django INSERT a
+    new instance at once; that is right for the key the process makes at the INSERT, and wrong
+    for ``Model(pk=existing).save()``, which must update the existing row.
+    ``save(force_insert=True)`` and ``create(pk=...)`` still insert.
+    """
+    if raw or not instance._state.adding:
+        return
+    pk = sender._meta.pk
+    # A multi-table child's pk is its parent link: given, it is the parents' key too.
+    if pk is not None and getattr(instance, pk.attname) is not None:
+        instance._state.adding = False
+
+
+def _keyed_by_the_process(model: type[models.Model]) -> bool:
+    pk = model._meta.pk
+    return isinstance(pk, SnowflakeAutoField) and pk.has_database_default
+
+
+def _watch_given_keys(sender: type[models.Model], **kwargs: Any) -> None:
+    if sender._meta.abstract:
+        return
+    if _keyed_by_the_process(sender) or any(
+        _keyed_by_the_process(parent) for parent in sender._meta.get_parent_list()
+    ):
+        pre_save.connect(_update_given_keys, sender=sender, weak=False)
+
+
+class_prepared.connect(_watch_given_keys, dispatch_uid="django_snowflake_given_keys")
