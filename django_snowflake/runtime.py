@@ -15,8 +15,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
-from django.core.signals import setting_changed
+from django.core.signals import request_started, setting_changed
+from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
@@ -39,7 +41,8 @@ def configure(validator: Validator, *, claim: bool = False) -> None:
 
     ``AppConfig.ready()`` calls it once per ``django.setup()``; the verdict is kept until the
     setting changes, so building never judges the settings a second time. ``claim`` claims
-    the worker slot now if ``CLAIM_ON_READY`` asks for it. Raises nothing on bad settings:
+    the worker slot right after start-up if ``CLAIM_ON_READY`` asks for it
+    (:func:`claim_after_start_up`). Raises nothing on bad settings:
     the system checks report them, and the first ID raises ``ImproperlyConfigured``.
     """
     global _validator, _errors
@@ -48,11 +51,36 @@ def configure(validator: Validator, *, claim: bool = False) -> None:
     if _errors:
         return
     try:
-        generator = get_generator()
+        get_generator()  # built now, so the first request does not pay for it
     except ImproperlyConfigured:
         return  # the first ID raises it again, pointing at manage.py check
     if claim and conf.get_settings()["CLAIM_ON_READY"]:
-        generator.ensure_lease()
+        claim_after_start_up()
+
+
+def claim_after_start_up() -> None:
+    """``CLAIM_ON_READY``: claim the slot at the first request or the first database
+    connection of the process, whichever comes first.
+
+    Not in ``ready()`` itself: the apps are not ready there, and Django warns of any query
+    ("Accessing the database during app initialization is discouraged"). A server makes its
+    first connection or takes its first request right after start-up (``runserver`` checks
+    its migrations, Celery's Django fix-up connects), so a claim that fails still fails
+    before the first ID is needed.
+    """
+    for signal in (request_started, connection_created):
+        signal.connect(_claim_once_ready, dispatch_uid=_CLAIM_AFTER_START_UP)
+
+
+_CLAIM_AFTER_START_UP = "django_snowflake.claim_after_start_up"
+
+
+def _claim_once_ready(**kwargs: Any) -> None:
+    if not apps.ready:
+        return  # another app's ready() connected: the claim waits for the next signal
+    for signal in (request_started, connection_created):
+        signal.disconnect(dispatch_uid=_CLAIM_AFTER_START_UP)
+    get_generator().ensure_lease()
 
 
 def settings_errors() -> tuple[str, ...]:

@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -22,12 +22,15 @@ __all__ = ["ROOT"]
 def spawn(transactional_db: None) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Start ``tests/worker_process.py`` in a fresh interpreter on the test database.
 
-    Keyword arguments become the process's ``SNOWFLAKE`` setting (the database allocator
-    unless they say otherwise). Every process still running at the end is killed.
+    ``snowflake`` becomes the process's ``SNOWFLAKE`` setting (the database allocator
+    unless it says otherwise), ``python`` options go to the interpreter (``["-W", "error"]``).
+    Every process still running at the end is killed.
     """
     processes: list[subprocess.Popen[str]] = []
 
-    def start(*args: str, snowflake: dict[str, Any] | None = None) -> subprocess.Popen[str]:
+    def start(
+        *args: str, snowflake: dict[str, Any] | None = None, python: Sequence[str] = ()
+    ) -> subprocess.Popen[str]:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
@@ -35,7 +38,7 @@ def spawn(transactional_db: None) -> Iterator[Callable[..., subprocess.Popen[str
             "SNOWFLAKE_TEST_SETTINGS": json.dumps(snowflake or {}),
         }
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.worker_process", *args],
+            [sys.executable, *python, "-m", "tests.worker_process", *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

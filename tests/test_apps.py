@@ -13,7 +13,10 @@ from harness.processes import expect_line
 
 @pytest.mark.parametrize(("claim_on_ready", "lease"), [(True, "0"), (False, "none")])
 def test_claim_on_ready(spawn: Any, claim_on_ready: bool, lease: str) -> None:
-    process = spawn("setup", snowflake={"CLAIM_ON_READY": claim_on_ready})
+    # Not inside ready(), where Django warns of any query ("Accessing the database during app
+    # initialization is discouraged"): at the first request (or database connection).
+    process = spawn("setup", snowflake={"CLAIM_ON_READY": claim_on_ready}, python=["-W", "error"])
+    assert expect_line(process, "setup") == ["setup", "none"]
     assert expect_line(process, "lease") == ["lease", lease]
     assert process.wait(timeout=60) == 0
 

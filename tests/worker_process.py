@@ -88,11 +88,16 @@ def outage(args: argparse.Namespace) -> None:
 
 
 def setup(args: argparse.Namespace) -> None:
-    """Report the lease held right after ``django.setup()`` (``CLAIM_ON_READY``)."""
+    """Report the lease held right after ``django.setup()``, then after the first request
+    begins (``CLAIM_ON_READY`` claims there, or at the first database connection)."""
+    from django.core.signals import request_started
+
     from django_snowflake import get_generator
 
-    lease = get_generator().lease
-    report("lease", "none" if lease is None else lease.worker_id)
+    for line in ("setup", "lease"):
+        lease = get_generator().lease
+        report(line, "none" if lease is None else lease.worker_id)
+        request_started.send(sender=None)
 
 
 def main() -> None:
