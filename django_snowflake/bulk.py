@@ -889,7 +889,9 @@ def _savepoint(alias: str) -> str | None:
     without, and an error names the batch rather than the row.
     """
     try:
-        return transaction.savepoint(using=alias)
+        # The connection's own savepoint(), which transaction.savepoint() (deprecated in Django
+        # 6.1) and its replacement savepoint_create() (new in 6.1) both call.
+        return connections[alias].savepoint()
     except DatabaseError:
         if connections[alias].vendor != "mysql":
             raise
