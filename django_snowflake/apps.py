@@ -5,22 +5,26 @@ import sys
 
 from django.apps import AppConfig
 from django.core import checks
+from django.db.models.signals import post_migrate
 from django.urls import register_converter
 from django.urls.converters import get_converters
 from django.utils.translation import gettext_lazy as _
 
 from . import runtime
 from .checks import (
+    DEPLOYMENT,
     check_admin_mixin,
     check_auto_field_switch,
+    check_deployment,
     check_generic_relations,
+    check_historical_records,
     check_settings,
     check_standbys,
     check_worker_table,
     settings_errors,
 )
 from .converters import SnowflakeConverter
-from .database_keys import install_connection_hooks
+from .database_keys import install_connection_hooks, reinstall_after_migrate
 
 # Management commands that may run before the worker table exists or never generate IDs in
 # a server; CLAIM_ON_READY skips them and claims lazily instead.
@@ -35,6 +39,8 @@ CHECKS = (
     (check_auto_field_switch, (checks.Tags.models,)),
     (check_admin_mixin, (checks.Tags.admin,)),
     (check_generic_relations, (checks.Tags.models,)),
+    (check_historical_records, (checks.Tags.models,)),
+    (check_deployment, (DEPLOYMENT,)),
 )
 
 
@@ -62,12 +68,14 @@ class SnowflakeConfig(AppConfig):
         # Wiring only: what to check, how URLs read IDs, what happens at fork and exit, and
         # the settings judged once, for the generator to be built from.
         for check, tags in CHECKS:
-            checks.register(check, *tags)
+            # Deployment checks run with check --deploy only.
+            checks.register(check, *tags, deploy=DEPLOYMENT in tags)
         # ready() runs again when a test changes INSTALLED_APPS; Django 6 refuses to
         # register a converter twice.
         if "snowflake" not in get_converters():
             register_converter(SnowflakeConverter, "snowflake")
         runtime.install_process_hooks()
+        post_migrate.connect(reinstall_after_migrate, dispatch_uid="django_snowflake_function")
         # The key function on every connection, and the schema editor that writes it.
         install_connection_hooks()
         # Builds the generator when the settings are valid, so the first request does not pay

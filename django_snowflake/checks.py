@@ -1,12 +1,14 @@
 """System checks, numbered by subject; this module gathers them, the allocators judge theirs.
 
 E001-E009 bits and layout, E010-E019 epoch and time unit, E020-E029 rollback policy,
-E030-E039 allocator, worker and database, E040-E049 (W040-W049) fields and models.
+E030-E039 allocator, worker and database (W031-W034 also for ``check --deploy``), E040-E049
+(W040-W049) fields and models.
 Every message and hint is translated when it is shown.
 """
 
 from __future__ import annotations
 
+import os
 import site
 import sys
 import sysconfig
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.apps import AppConfig, apps
-from django.conf import settings
+from django.conf import ENVIRONMENT_VARIABLE, settings
 from django.core.checks import CheckMessage, Error, Warning
 from django.core.exceptions import FieldDoesNotExist
 from django.db.models import AutoField, Model
@@ -26,6 +28,7 @@ from django.utils.translation import gettext_lazy as _
 from . import conf, runtime
 from .allocators.base import BaseAllocator, is_int, settings_message
 from .allocators.database import DatabaseAllocator, asynchronous_standbys
+from .allocators.static import StaticAllocator
 from .fields import SnowflakeAutoField, SnowflakeField
 from .generator import POLICIES
 from .layout import MAX_BITS, PRESETS, BitLayout, ms_to_datetime, parse_epoch
@@ -439,6 +442,100 @@ def check_standbys(
     ]
 
 
+# Before production (check --deploy): W031-W034.
+
+# The tag of the checks that run with check --deploy only (Django has no such tag of its own).
+DEPLOYMENT = "deployment"
+# Patroni's default leader ttl: the shortest automatic failover of the setups the
+# high-availability page lists (RDS Multi-AZ takes one to two minutes).
+FAILOVER_SECONDS = 30
+
+
+def check_deployment(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """W031-W034: settings that pass ``check`` but that a production deploy gets wrong."""
+    if runtime.settings_errors():
+        return []  # the errors come first
+    values = conf.get_settings()
+    allocator = allocator_class(values)
+    messages: list[CheckMessage] = []
+    static = allocator is not None and issubclass(allocator, StaticAllocator)
+    if static and values["WORKER_ID"] is not None:
+        messages.append(
+            _warning(
+                "W031",
+                _(
+                    "The static allocator takes the worker ID %(value)s from the settings: "
+                    "every process started with them, on every server, issues IDs as "
+                    "worker %(value)s, and two such processes issue the same IDs."
+                ),
+                _(
+                    "Remove WORKER_ID and give each process its own ID in the %(variable)s "
+                    "environment variable, or use the database allocator, which leases a "
+                    "slot per process. If only ever one process runs these settings, add "
+                    '"django_snowflake.W031" to SILENCED_SYSTEM_CHECKS.'
+                ),
+                value=values["WORKER_ID"],
+                variable=conf.WORKER_ID_ENV,
+            )
+        )
+    if allocator is not None and issubclass(allocator, DatabaseAllocator):
+        lease = values["LEASE_SECONDS"]
+        if lease < FAILOVER_SECONDS:
+            messages.append(
+                _warning(
+                    "W032",
+                    _(
+                        "LEASE_SECONDS is %(value)s, shorter than a database failover "
+                        "(%(failover)s seconds or more): during one, the leases of every process "
+                        "run out and generating IDs raises WorkerLeaseLost until the database "
+                        "is back."
+                    ),
+                    _(
+                        "Use 60 (the default) or more; a longer lease only delays the reuse of "
+                        'a crashed process\'s slot (docs: "High-availability databases").'
+                    ),
+                    value=lease,
+                    failover=FAILOVER_SECONDS,
+                )
+            )
+        alias = values["DATABASE"]
+        engine = settings.DATABASES[alias].get("ENGINE", "")
+        if engine.endswith("sqlite3"):
+            messages.append(
+                _warning(
+                    "W033",
+                    _(
+                        "The worker table is in the SQLite database %(alias)s, which only the "
+                        "processes of one machine share: a second server with its own file "
+                        "claims the same worker IDs and issues the same IDs."
+                    ),
+                    _(
+                        'For several servers, put the worker table (SNOWFLAKE["DATABASE"]) '
+                        "on a PostgreSQL or MariaDB database they all reach. If only ever one "
+                        'machine runs these settings, add "django_snowflake.W033" to '
+                        "SILENCED_SYSTEM_CHECKS."
+                    ),
+                    alias=repr(alias),
+                )
+            )
+    if values["CLOCK_ROLLBACK"] == "raise":
+        messages.append(
+            _warning(
+                "W034",
+                _(
+                    "CLOCK_ROLLBACK is 'raise': every step back of the server's clock, even an "
+                    "NTP correction of a millisecond, makes generating an ID raise "
+                    "ClockMovedBackwards."
+                ),
+                _(
+                    "Use 'wait' (the default), which sleeps through steps of up to "
+                    "MAX_ROLLBACK_MS and raises only beyond them."
+                ),
+            )
+        )
+    return messages
+
+
 # Fields and models: W040-W049.
 
 SWITCH = "django_snowflake.fields.SnowflakeAutoField"
@@ -475,14 +572,44 @@ def _site_directories() -> set[Path]:
     return {path.resolve() for path in found}
 
 
+def project_directory() -> Path | None:
+    """Where the project's own apps live: ``settings.BASE_DIR`` (startproject writes it), else
+    the directory holding the settings module's package (the one with ``manage.py``)."""
+    base = getattr(settings, "BASE_DIR", None)
+    if isinstance(base, str | Path):
+        return Path(base).resolve()
+    # override_settings() hides SETTINGS_MODULE; the environment still names it.
+    name = getattr(settings, "SETTINGS_MODULE", None) or os.environ.get(ENVIRONMENT_VARIABLE)
+    module = sys.modules.get(name or "")
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return None
+    directory = Path(path).resolve().parent
+    # config/settings.py -> the project; settings.py beside manage.py -> that directory.
+    return directory.parent if (directory / "__init__.py").exists() else directory
+
+
 def is_installed_package(app_config: AppConfig) -> bool:
-    """Whether the app is Django's or an installed distribution's, not the project's own:
-    such apps pin ``default_auto_field`` so that their migrations never follow the project's
-    setting, and the project cannot change them."""
+    """Whether the app is Django's or another distribution's, not the project's own: such apps
+    pin ``default_auto_field`` so that their migrations never follow the project's setting,
+    and the project cannot change them.
+
+    The project's own apps are those under its directory (:func:`project_directory`) and not
+    in a ``site-packages``: an app installed in editable mode from a checkout elsewhere is
+    someone else's, and a virtualenv inside the project holds packages, not the project's apps.
+    """
     if app_config.name == "django" or app_config.name.startswith("django."):
         return True
     path = Path(app_config.path).resolve()
-    return any(path.is_relative_to(directory) for directory in _site_directories())
+    if any(path.is_relative_to(directory) for directory in _site_directories()):
+        return True
+    project = project_directory()
+    return project is not None and not path.is_relative_to(project)
+
+
+def is_historical(model: type[Model]) -> bool:
+    """Whether django-simple-history generated the model (``HistoricalRecords()``)."""
+    return any(base.__module__.startswith("simple_history.") for base in model.__mro__[1:])
 
 
 def _switched() -> bool:
@@ -514,6 +641,8 @@ def check_auto_field_switch(app_configs: Any = None, **kwargs: Any) -> list[Chec
         pinned = []
         for model in app_config.get_models():
             pk: Any = model._meta.pk
+            if is_historical(model):
+                continue  # simple-history writes its key: W043
             # Other keys (UUID, text, a parent link) are a choice, not a switch that missed.
             # AutoField's isinstance() also holds for BigAutoField and SmallAutoField.
             if not isinstance(pk, AutoField) or isinstance(pk, SnowflakeAutoField):
@@ -568,6 +697,52 @@ def check_auto_field_switch(app_configs: Any = None, **kwargs: Any) -> list[Chec
     ]
 
 
+def check_historical_records(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
+    """W043: django-simple-history's historical models keep its integer ``history_id``.
+
+    simple-history declares the key of each historical model itself (``AutoField`` unless
+    ``HistoricalRecords(history_id_field=...)`` or ``SIMPLE_HISTORY_HISTORY_ID_USE_UUID``
+    says otherwise), so the project cannot remove it as W040 would ask: one warning names
+    them all, with the choices there are.
+    """
+    if not _switched():
+        return []
+    historical = sorted(
+        model._meta.label
+        for app_config in app_configs or apps.get_app_configs()
+        if not is_installed_package(app_config)
+        for model in app_config.get_models()
+        if is_historical(model)
+        and isinstance(model._meta.pk, AutoField)
+        and not isinstance(model._meta.pk, SnowflakeAutoField)
+    )
+    if not historical:
+        return []
+    shown = historical[:5]
+    more = len(historical) - len(shown)
+    return [
+        _model_warning(
+            "W043",
+            _(
+                "django-simple-history gives %(count)s historical models an integer "
+                "history_id although DEFAULT_AUTO_FIELD is %(switch)s: %(models)s."
+            ),
+            _(
+                "simple-history declares that key itself. Pass "
+                "HistoricalRecords(history_id_field=SnowflakeAutoField()) to a model's "
+                "history (from django_snowflake.fields), or set "
+                "SIMPLE_HISTORY_HISTORY_ID_USE_UUID = True for UUID keys, then run "
+                "makemigrations. If integer keys for history rows are fine (nothing else "
+                'points at them), add "django_snowflake.W043" to SILENCED_SYSTEM_CHECKS.'
+            ),
+            "settings.DEFAULT_AUTO_FIELD",
+            count=len(historical),
+            switch=repr(settings.DEFAULT_AUTO_FIELD),
+            models=_join(shown) + (f" (+{more})" if more else ""),
+        )
+    ]
+
+
 def check_admin_mixin(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """W041: ``SnowflakeAdminMixin`` on a model whose key is not a Snowflake."""
     if not apps.is_installed("django.contrib.admin"):
@@ -617,17 +792,23 @@ def _from_taggit(model: type[Model]) -> bool:
     return any(base.__module__.startswith("taggit.") for base in model.__mro__)
 
 
+def _user_model() -> type[Model] | None:
+    try:
+        return apps.get_model(settings.AUTH_USER_MODEL)
+    except (LookupError, ValueError):
+        return None  # auth not installed, or Django's own check reports the setting
+
+
 def check_generic_relations(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
-    """W042: a generic relation's ``object_id`` narrower than the 64-bit keys it may hold.
+    """W042: an integer column narrower than the 64-bit keys it holds, where it can tell.
 
-    A ``GenericForeignKey`` may point at any model, so any Snowflake-keyed model puts it at
-    risk. A ``GenericRelation`` on a Snowflake-keyed model holds that model's keys, and so do
-    django-taggit's through models, for the models tagged through them only.
+    A ``GenericForeignKey`` may point at any model, so any Snowflake-keyed model puts its
+    ``object_id`` at risk. A ``GenericRelation`` on a Snowflake-keyed model holds that model's
+    keys, and so do django-taggit's through models, for the models tagged through them only.
+    django-simple-history's ``history_user_id_field`` holds keys of ``AUTH_USER_MODEL`` (its
+    user getter reads that model). A plain integer column that code fills with some model's
+    key says nowhere whose keys it holds, and is not judged.
     """
-    if not apps.is_installed("django.contrib.contenttypes"):
-        return []
-    from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
-
     checked = (
         apps.get_models()
         if app_configs is None
@@ -637,48 +818,81 @@ def check_generic_relations(app_configs: Any = None, **kwargs: Any) -> list[Chec
     if not keyed:
         return []
     keyed.sort(key=lambda model: model._meta.label)
-    # (model holding object_id, its field name) -> a Snowflake-keyed model whose keys it holds.
+    # (model holding the column, its field name) -> a Snowflake-keyed model whose keys it holds.
     at_risk: dict[tuple[type[Model], str], type[Model]] = {}
-    for model in checked:
-        for field in model._meta.private_fields:
-            if isinstance(field, GenericForeignKey) and not _from_taggit(model):
-                at_risk.setdefault((model, field.fk_field), keyed[0])
-    # taggit's TaggableManager gives the tagged model a GenericRelation (tagged_items).
-    for model in keyed:
-        for field in model._meta.private_fields:
-            if isinstance(field, GenericRelation):
-                related: Any = field.related_model
-                at_risk.setdefault((related, field.object_id_field_name), model)
+    if apps.is_installed("django.contrib.contenttypes"):
+        from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
+
+        for model in checked:
+            for field in model._meta.private_fields:
+                if isinstance(field, GenericForeignKey) and not _from_taggit(model):
+                    at_risk.setdefault((model, field.fk_field), keyed[0])
+        # taggit's TaggableManager gives the tagged model a GenericRelation (tagged_items).
+        for model in keyed:
+            for field in model._meta.private_fields:
+                if isinstance(field, GenericRelation):
+                    related: Any = field.related_model
+                    at_risk.setdefault((related, field.object_id_field_name), model)
+    user = _user_model()
+    if user is not None and is_snowflake_keyed(user):
+        for model in checked:
+            if is_historical(model):
+                at_risk.setdefault((model, "history_user_id"), user)
     messages: list[CheckMessage] = []
     for (model, name), example in sorted(at_risk.items(), key=lambda item: item[0][0]._meta.label):
         if model not in checked:
             continue
         try:
-            object_id = model._meta.get_field(name)
+            column = model._meta.get_field(name)
         except FieldDoesNotExist:
-            continue  # Django's own checks report it
-        kind = object_id.get_internal_type()
-        if kind not in NARROW_INTEGER_TYPES:
+            continue  # Django's own checks report it; simple-history's default is a key
+        if column.is_relation or column.get_internal_type() not in NARROW_INTEGER_TYPES:
             continue
-        messages.append(
-            _model_warning(
-                "W042",
-                _(
-                    "%(field)s (%(type)s) is narrower than the 64-bit keys of Snowflake-keyed "
-                    "models such as %(example)s that its generic relation can hold: saving one "
-                    "fails with 'integer out of range' on PostgreSQL and MariaDB."
-                ),
-                _(
-                    "Make %(field)s a models.PositiveBigIntegerField and run makemigrations. "
-                    "For django-taggit, tag Snowflake-keyed models through a model of your "
-                    "own, class TaggedX(CommonGenericTaggedItemBase, TaggedItemBase) with "
-                    "object_id = models.BigIntegerField(db_index=True), given as "
-                    "TaggableManager(through=...)."
-                ),
-                object_id,
-                field=f"{model._meta.label}.{name}",
-                type=kind,
-                example=example._meta.label,
-            )
-        )
+        messages.append(_narrow_column(model, name, column, example))
     return messages
+
+
+def _narrow_column(model: type[Model], name: str, column: Any, example: type[Model]) -> Any:
+    """W042 for one column, with the fix its owner can make."""
+    if is_historical(model):
+        msg = _(
+            "%(field)s (%(type)s) holds keys of the user model %(example)s, which are 64-bit "
+            "Snowflakes: saving a history row fails with 'integer out of range' on "
+            "PostgreSQL and MariaDB."
+        )
+        hint = _(
+            "Give HistoricalRecords(history_user_id_field=models.BigIntegerField(null=True, "
+            "blank=True)) instead, and run makemigrations."
+        )
+    else:
+        msg = _(
+            "%(field)s (%(type)s) is narrower than the 64-bit keys of Snowflake-keyed "
+            "models such as %(example)s that its generic relation can hold: saving one "
+            "fails with 'integer out of range' on PostgreSQL and MariaDB."
+        )
+        if _from_taggit(model):
+            hint = _(
+                "Tag Snowflake-keyed models through a model of your own, class "
+                "TaggedX(CommonGenericTaggedItemBase, TaggedItemBase) with object_id = "
+                "models.BigIntegerField(db_index=True), given as TaggableManager(through=...)."
+            )
+        elif is_installed_package(model._meta.app_config):
+            hint = _(
+                "The field belongs to the installed app %(app)s, whose models the project "
+                "cannot change: keep Snowflake-keyed models out of this relation, or use a "
+                "setting of the app that widens the column if it has one. If no "
+                'Snowflake-keyed row ever reaches it, add "django_snowflake.W042" to '
+                "SILENCED_SYSTEM_CHECKS."
+            )
+        else:
+            hint = _("Make %(field)s a models.PositiveBigIntegerField and run makemigrations.")
+    return _model_warning(
+        "W042",
+        msg,
+        hint,
+        column,
+        field=f"{model._meta.label}.{name}",
+        type=column.get_internal_type(),
+        example=example._meta.label,
+        app=repr(model._meta.app_label),
+    )

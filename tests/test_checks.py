@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 from django.apps import apps
+from django.core.checks import WARNING, run_checks
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 from django.test import override_settings
 
 from django_snowflake import runtime
 from django_snowflake.allocators.base import BaseAllocator
-from django_snowflake.checks import check_settings
+from django_snowflake.checks import DEPLOYMENT, check_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -490,3 +492,71 @@ def test_check_ids_are_unique_and_documented() -> None:
     )
     assert sorted(set(code) - set(documented)) == [], "undocumented check IDs"
     assert sorted(set(documented) - set(code)) == [], "documented IDs the code never emits"
+
+
+# check --deploy: W031-W034.
+
+
+def deploy_ids(snowflake: Any, **django_settings: Any) -> list[str]:
+    """The IDs ``check --deploy`` adds under ``SNOWFLAKE = snowflake``, through Django's
+    registry: only with ``include_deployment_checks``."""
+    with override_settings(SNOWFLAKE=snowflake, **django_settings):
+        assert [m for m in run_checks(tags=[DEPLOYMENT]) if "snowflake" in (m.id or "")] == []
+        messages = run_checks(tags=[DEPLOYMENT], include_deployment_checks=True)
+    for message in messages:
+        assert message.hint and message.level == WARNING, message.id
+    return [message.id or "" for message in messages]
+
+
+POSTGRES = {"ENGINE": "django.db.backends.postgresql", "NAME": "shop"}
+
+
+@pytest.mark.parametrize(
+    ("snowflake", "databases", "expected"),
+    [
+        # Every process of every server is worker 1.
+        (STATIC, None, ["django_snowflake.W031"]),
+        # Each process told its own ID by its environment: fine.
+        ({"WORKER_ALLOCATOR": "static"}, None, []),
+        ({"WORKER_ALLOCATOR": "hostname"}, None, []),
+        # The database allocator on a server: fine with the default lease.
+        ({}, POSTGRES, []),
+        ({"LEASE_SECONDS": 30}, POSTGRES, []),
+        ({"LEASE_SECONDS": 29}, POSTGRES, ["django_snowflake.W032"]),
+        # On SQLite only one machine shares the worker table.
+        ({}, None, ["django_snowflake.W033"]),
+        ({"LEASE_SECONDS": 10}, None, ["django_snowflake.W032", "django_snowflake.W033"]),
+        (
+            {**STATIC, "CLOCK_ROLLBACK": "raise"},
+            None,
+            ["django_snowflake.W031", "django_snowflake.W034"],
+        ),
+        # Invalid settings: the errors of check come first.
+        ({"WORKER_ALLOCATOR": "static", "WORKER_ID": "x"}, None, []),
+    ],
+)
+@pytest.mark.filterwarnings("ignore:Overriding setting DATABASES")
+def test_deploy_checks(
+    snowflake: dict[str, Any],
+    databases: dict[str, Any] | None,
+    expected: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if snowflake.get("WORKER_ALLOCATOR") == "static" and "WORKER_ID" not in snowflake:
+        monkeypatch.setenv("SNOWFLAKE_WORKER_ID", "3")
+    if snowflake.get("WORKER_ALLOCATOR") == "hostname":
+        monkeypatch.setenv("HOSTNAME", "web-3")
+    # Only the worker table's alias matters; the tests' own database stays as it is.
+    django_settings = {}
+    if databases is not None:
+        from django.conf import settings
+
+        django_settings["DATABASES"] = {**settings.DATABASES, "workers": databases}
+        snowflake = {**snowflake, "DATABASE": "workers"}
+    elif "sqlite" not in connection.vendor:
+        from django.conf import settings
+
+        sqlite = {"ENGINE": "django.db.backends.sqlite3", "NAME": "workers.sqlite3"}
+        django_settings["DATABASES"] = {**settings.DATABASES, "workers": sqlite}
+        snowflake = {**snowflake, "DATABASE": "workers"}
+    assert deploy_ids(snowflake, **django_settings) == expected

@@ -1,18 +1,21 @@
 """The model checks W040-W042: what the one-line switch leaves behind in a real project.
 
 ``tests.checks_app`` is a project app as ``startapp`` writes it (pinning BigAutoField) with
-generic relations of every kind; it and django-taggit are installed for these tests only.
+generic relations of every kind and simple-history's historical models; it, django-taggit and
+django-simple-history are installed for these tests only.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from django.apps import apps
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth.models import User
@@ -25,6 +28,7 @@ from django_snowflake.checks import (
     check_admin_mixin,
     check_auto_field_switch,
     check_generic_relations,
+    check_historical_records,
     is_installed_package,
 )
 from tests.testapp.models import Order
@@ -32,7 +36,7 @@ from tests.testapp.models import Order
 
 @pytest.fixture
 def project() -> Iterator[None]:
-    installed = [*settings.INSTALLED_APPS, "taggit", "tests.checks_app"]
+    installed = [*settings.INSTALLED_APPS, "taggit", "simple_history", "tests.checks_app"]
     with override_settings(INSTALLED_APPS=installed, DEFAULT_AUTO_FIELD=SWITCH):
         yield
 
@@ -60,7 +64,8 @@ def test_W040_app_pinning_another_auto_field(project: None) -> None:
         ("django_snowflake.W040", "tests.checks_app.apps.ChecksAppConfig"),
     ]
     (app,) = check_auto_field_switch([apps.get_app_config("checks_app")])[1:]
-    # Not PinnedChild (its key is the parent link), Coded (a text key) nor Post (a Snowflake).
+    # Not PinnedChild (its key is the parent link), Coded (a text key), Post (a Snowflake) nor
+    # the historical models (simple-history declares their key: W043).
     assert str(app.msg).endswith(
         ", so integer keys stay on Pinned, Comment, WideComment, Attachment, TaggedPost."
     )
@@ -77,7 +82,7 @@ def test_W040_silent_without_the_switch() -> None:
 
 def test_W040_leaves_django_and_installed_packages_alone(project: None) -> None:
     # contrib.auth pins AutoField, taggit AutoField, django_snowflake BigAutoField on purpose.
-    for label in ("auth", "contenttypes", "admin", "taggit"):
+    for label in ("auth", "contenttypes", "admin", "taggit", "simple_history"):
         assert is_installed_package(apps.get_app_config(label)), label
         assert check_auto_field_switch([apps.get_app_config(label)]) == []
     assert check_auto_field_switch([apps.get_app_config("django_snowflake")]) == []
@@ -166,3 +171,76 @@ def test_W042_taggit_judged_by_the_models_tagged_through_it() -> None:
 def test_W042_through_manage_py_check(project: None) -> None:
     ids = [message.id for message in checks.run_checks()]
     assert ids.count("django_snowflake.W042") == 3
+
+
+def app_at(path: Path) -> AppConfig:
+    """An app whose package is the directory ``path``."""
+    module = types.ModuleType("somewhere")
+    module.__path__ = [str(path)]
+    return AppConfig("somewhere", module)
+
+
+@pytest.mark.parametrize(
+    ("base_dir", "installed"),
+    [
+        # startproject's BASE_DIR: apps under it are the project's own.
+        ("project", False),
+        # An app installed editable from a checkout elsewhere is a package like any other.
+        ("elsewhere", True),
+        # No BASE_DIR: the directory holding the settings package (tests/ here, so its parent).
+        (None, True),
+    ],
+)
+def test_W040_the_projects_own_apps_are_under_its_directory(
+    tmp_path: Path, base_dir: str | None, installed: bool
+) -> None:
+    app = tmp_path / "project" / "shop"
+    app.mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    with override_settings(BASE_DIR=None if base_dir is None else tmp_path / base_dir):
+        assert is_installed_package(app_at(app)) is installed
+    assert not is_installed_package(apps.get_app_config("testapp"))
+
+
+def test_W043_simple_history_names_its_models_once(project: None) -> None:
+    (message,) = check_historical_records()
+    assert found([message]) == [("django_snowflake.W043", "settings.DEFAULT_AUTO_FIELD")]
+    # Not HistoricalAuditedWide: its history_id_field is a SnowflakeAutoField.
+    assert str(message.msg).startswith("django-simple-history gives 2 historical models")
+    assert str(message.msg).endswith(
+        ": checks_app.HistoricalAudited, checks_app.HistoricalAuditedByUserId."
+    )
+    assert "HistoricalRecords(history_id_field=SnowflakeAutoField())" in str(message.hint)
+    # W040 leaves them to it: its hint (remove the field) cannot be followed.
+    assert "Historical" not in " ".join(str(m.msg) for m in check_auto_field_switch())
+
+
+def test_W043_silent_without_the_switch() -> None:
+    installed = [*settings.INSTALLED_APPS, "simple_history", "tests.checks_app"]
+    with override_settings(INSTALLED_APPS=installed):
+        assert check_historical_records() == []
+
+
+def test_W042_simple_historys_user_id_holding_snowflake_user_keys(project: None) -> None:
+    # auth.User keeps its integer key: the IntegerField holds it.
+    assert "checks_app.HistoricalAuditedByUserId.history_user_id" not in [
+        _label(m.obj) for m in check_generic_relations()
+    ]
+    with override_settings(AUTH_USER_MODEL="checks_app.Member"):
+        messages = {_label(m.obj): m for m in check_generic_relations()}
+    message = messages.pop("checks_app.HistoricalAuditedByUserId.history_user_id")
+    assert "holds keys of the user model checks_app.Member" in str(message.msg)
+    assert "history_user_id_field=models.BigIntegerField" in str(message.hint)
+    # HistoricalAuditedWide's BigIntegerField is wide enough.
+    assert not [label for label in messages if "Historical" in label]
+
+
+def test_W042_hint_for_an_installed_app_does_not_ask_to_edit_it(project: None) -> None:
+    messages = {_label(m.obj): m for m in check_generic_relations()}
+    taggit = str(messages["taggit.TaggedItem.object_id"].hint)
+    assert taggit.startswith("Tag Snowflake-keyed models through a model of your own")
+    assert "Make taggit.TaggedItem.object_id" not in taggit
+    # The project's own column: widen it.
+    assert str(messages["checks_app.Comment.object_id"].hint).startswith(
+        "Make checks_app.Comment.object_id a models.PositiveBigIntegerField"
+    )

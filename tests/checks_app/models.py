@@ -2,7 +2,8 @@
 """Models for the model checks (tests/test_checks_models.py), installed by those tests only.
 
 A project under the one-line switch whose startapp app still pins BigAutoField, with generic
-relations of every kind: Django's, taggit's default TaggedItem and a big-integer through.
+relations of every kind (Django's, taggit's default TaggedItem and a big-integer through) and
+django-simple-history's historical models.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ from __future__ import annotations
 from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
+from simple_history.models import HistoricalRecords
 from taggit.managers import TaggableManager
 from taggit.models import CommonGenericTaggedItemBase, TaggedItemBase
 
+from django_snowflake.fields import SnowflakeAutoField
 from django_snowflake.models import SnowflakeModel
 
 
@@ -75,3 +78,28 @@ class Photo(SnowflakeModel):
     """Tagged through taggit's default TaggedItem, whose object_id is an IntegerField: W042."""
 
     tags = TaggableManager()
+
+
+class Audited(SnowflakeModel):
+    """django-simple-history's default: HistoricalAudited keeps an AutoField history_id (W043)."""
+
+    history = HistoricalRecords()
+
+
+class AuditedByUserId(SnowflakeModel):
+    """The user's key in a 32-bit column without a foreign key: W042 for a Snowflake user."""
+
+    history = HistoricalRecords(history_user_id_field=models.IntegerField(null=True, blank=True))
+
+
+class AuditedWide(SnowflakeModel):
+    """Both of simple-history's keys as W042 and W043 ask: nothing to report."""
+
+    history = HistoricalRecords(
+        history_id_field=SnowflakeAutoField(),
+        history_user_id_field=models.BigIntegerField(null=True, blank=True),
+    )
+
+
+class Member(SnowflakeModel):
+    """A Snowflake-keyed model to stand as AUTH_USER_MODEL for W042."""
