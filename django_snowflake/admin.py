@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin
-from django.core.exceptions import FieldDoesNotExist
-from django.db.models import Model, Q, QuerySet
+from django.db.models import Case, Field, Model, Q, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -22,8 +22,10 @@ from django.utils.translation import gettext_lazy as _
 
 from . import decode, min_id_for
 from .conf import get_layout
-from .layout import BitLayout, ms_to_datetime
+from .database_keys import DATABASE_HOST, LEASE_END
+from .layout import MAX_BITS, BitLayout, ms_to_datetime
 from .models import WorkerNode
+from .slots import database_alias, reserved_for
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -66,7 +68,11 @@ class SnowflakeAdminMixin(_MixinBase):
       ``list_display`` columns, and is ordered newest first unless the admin or the model
       sets an ordering;
     * the change page gets a read-only "Snowflake ID" section: creation time, worker,
-      datacenter, sequence and clock sequence.
+      datacenter, sequence and clock sequence;
+    * the search box finds rows by ID: a search of one or more IDs (separated by spaces or
+      commas) finds those rows, besides what the admin's own ``search_fields`` find; without
+      ``search_fields`` the box is there for IDs alone, and a search that is not all IDs finds
+      nothing.
 
     Put it before ``admin.ModelAdmin``: ``class OrderAdmin(SnowflakeAdminMixin, admin.ModelAdmin)``.
     """
@@ -98,6 +104,26 @@ class SnowflakeAdminMixin(_MixinBase):
             fields += [CREATED, *BREAKDOWN]
         return fields
 
+    def get_search_fields(self, request: HttpRequest) -> list[str]:
+        # Something, so that the changelist shows its search box; get_search_results() never
+        # hands SEARCH_BY_ID to Django's search, which would compare the key as text.
+        return list(super().get_search_fields(request)) or [SEARCH_BY_ID]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        keys = snowflake_keys(search_term)
+        if self.get_search_fields(request) != [SEARCH_BY_ID]:
+            found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        elif search_term.strip():
+            found, may_have_duplicates = queryset.none(), False
+        else:
+            return queryset, False
+        if not keys:
+            return found, may_have_duplicates
+        # A subquery rather than `|`: Django's search may have added aliases and joins.
+        return queryset.filter(Q(pk__in=keys) | Q(pk__in=found.values("pk"))), may_have_duplicates
+
     def get_fields(
         self, request: HttpRequest, obj: Model | None = None
     ) -> list[str | list[str] | tuple[str, ...]]:
@@ -110,6 +136,20 @@ class SnowflakeAdminMixin(_MixinBase):
         if obj is not None:
             fieldsets.append((_("Snowflake ID"), {"fields": [CREATED, *BREAKDOWN]}))
         return fieldsets
+
+
+SEARCH_BY_ID = "pk"
+_ID = re.compile(r"[0-9]{1,19}")
+
+
+def snowflake_keys(search_term: str) -> list[int]:
+    """The IDs of a search (digits, separated by spaces or commas), or ``[]`` when some word of
+    it is not one: a malformed or too large ID is a search that finds nothing by ID."""
+    words = search_term.replace(",", " ").split()
+    keys = [int(word) for word in words if _ID.fullmatch(word)]
+    if len(keys) < len(words) or any(key >= 1 << MAX_BITS for key in keys):
+        return []
+    return keys
 
 
 def time_with_milliseconds(dt: datetime) -> SafeString:
@@ -163,7 +203,32 @@ def _local_midnight(dt: datetime) -> datetime:
     return timezone.make_aware(datetime.combine(dt.date(), datetime.min.time()))
 
 
-LEASE_STATES = {"active": _("Active"), "expired": _("Expired"), "released": _("Released")}
+LEASE_STATES = {
+    "active": _("Active"),
+    "database": _("Reserved for a database function"),
+    "expired": _("Expired: reused by a later claim"),
+    "released": _("Released: reused by a later claim"),
+}
+# The worker list's default order: live slots first, then the rows a claim may reuse.
+LEASE_ORDER = ["active", "database", "expired", "released"]
+
+
+def lease_conditions(now: datetime) -> dict[str, Q]:
+    """Each lease state as a filter, at ``now``."""
+    live = Q(released_at__isnull=True, lease_expires_at__gt=now)
+    database = Q(host_name=DATABASE_HOST)
+    return {
+        "active": live & ~database,
+        "database": live & database,
+        "expired": Q(released_at__isnull=True, lease_expires_at__lte=now),
+        "released": Q(released_at__isnull=False),
+    }
+
+
+def lease_state(node: WorkerNode, now: datetime) -> str:
+    """``WorkerNode.lease_state()``, with a database function's slot told apart."""
+    state = node.lease_state(now)
+    return "database" if state == "active" and database_alias(node) is not None else state
 
 
 class LeaseStateFilter(admin.SimpleListFilter):
@@ -174,22 +239,9 @@ class LeaseStateFilter(admin.SimpleListFilter):
         return list(LEASE_STATES.items())
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any] | None:
-        now = timezone.now()
-        conditions = {
-            "released": Q(released_at__isnull=False),
-            "expired": Q(released_at__isnull=True, lease_expires_at__lte=now),
-            "active": Q(released_at__isnull=True, lease_expires_at__gt=now),
-        }
+        conditions = lease_conditions(timezone.now())
         value = self.value()
         return queryset.filter(conditions[value]) if value in conditions else None
-
-
-def _has_field(name: str) -> bool:
-    try:
-        WorkerNode._meta.get_field(name)
-    except FieldDoesNotExist:
-        return False
-    return True
 
 
 def _row_layout(node: WorkerNode) -> BitLayout:
@@ -200,13 +252,19 @@ def _row_layout(node: WorkerNode) -> BitLayout:
         return get_layout()
 
 
+def _field_name(name: str) -> Any:
+    field = cast("Field[Any, Any]", WorkerNode._meta.get_field(name))
+    return field.verbose_name
+
+
 @admin.register(WorkerNode)
 class WorkerNodeAdmin(_WorkerNodeAdminBase):
     """The worker slots, read-only: the package writes them, people only look.
 
-    A row may be deleted only once its lease expired or was released; for an active row the
-    delete page says why not and links back, and the confirmation page of the others says
-    why even that deserves care.
+    The list puts live slots first (processes', then databases' functions'), then the
+    expired and released rows a later claim reuses. A row may be deleted only once its lease
+    expired or was released; for an active row the delete page says why not and links back,
+    and the confirmation page of the others says why even that deserves care.
     """
 
     list_display = [
@@ -220,9 +278,16 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
     ]
     list_filter = [LeaseStateFilter, "label", "host_name"]
     search_fields = ["host_name", "label"]
-    # One sort key: Meta.ordering's two would put sort-priority numbers on two columns.
-    ordering = ["worker_id"]
     actions = None  # no bulk delete: each row's lease is judged on its own
+
+    def get_ordering(self, request: HttpRequest) -> list[Any]:
+        # One column key: Meta.ordering's two would put sort-priority numbers on two columns.
+        conditions = lease_conditions(timezone.now())
+        rank = Case(
+            *(When(conditions[state], then=Value(i)) for i, state in enumerate(LEASE_ORDER)),
+            default=Value(len(LEASE_ORDER)),
+        )
+        return [rank.asc(), "worker_id"]
 
     def get_list_display(self, request: HttpRequest) -> list[Any]:
         columns = list(super().get_list_display(request))
@@ -232,7 +297,10 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
         return columns
 
     def get_fieldsets(self, request: HttpRequest, obj: WorkerNode | None = None) -> list[Any]:
-        database = [name for name in ("incarnation", "incarnation_since") if _has_field(name)]
+        # SQLite has no incarnation: then a "first seen" beside it would contradict it.
+        database = ["incarnation_in_words"]
+        if obj is not None and obj.incarnation:
+            database.append("incarnation_seen")
         return [
             (
                 _("Slot"),
@@ -250,7 +318,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
             ),
             (
                 _("Lease"),
-                {"fields": ["launched_at", "heartbeat_at", "lease_expires_at", "released_at"]},
+                {"fields": ["launched", "heartbeat", "lease_expires", "released"]},
             ),
             (
                 _("Time and layout"),
@@ -259,14 +327,47 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
         ]
 
     def get_readonly_fields(self, request: HttpRequest, obj: WorkerNode | None = None) -> list[str]:
-        return ["lease", "high_water", "layout_in_words"]
+        return [
+            "lease",
+            "launched",
+            "heartbeat",
+            "lease_expires",
+            "released",
+            "high_water",
+            "layout_in_words",
+            "incarnation_in_words",
+            "incarnation_seen",
+        ]
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        obj = self.get_object(request, object_id)
+        if obj is not None and database_alias(obj) is not None:
+            # Not "worker 1023/0 on (database):0", which reads as a process.
+            subtitle = gettext("worker %(worker)s/%(datacenter)s, %(reserved)s") % {
+                "worker": obj.worker_id,
+                "datacenter": obj.datacenter_id,
+                "reserved": reserved_for(database_alias(obj) or ""),
+            }
+            extra_context = {"subtitle": subtitle, **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     @admin.display(description=_("lease"))
     def lease(self, obj: WorkerNode) -> str:
-        return str(LEASE_STATES[obj.lease_state(timezone.now())])
+        alias = database_alias(obj)
+        if alias is not None and obj.released_at is None:
+            return reserved_for(alias)
+        return str(LEASE_STATES[lease_state(obj, timezone.now())])
 
     @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
     def heartbeat_age(self, obj: WorkerNode) -> str:
+        if database_alias(obj) is not None:
+            return gettext("none: a database function does not renew")
         now = timezone.now()
         seconds = int((now - obj.heartbeat_at).total_seconds())
         if seconds < 60:
@@ -275,10 +376,51 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
             age = timesince(obj.heartbeat_at, now, depth=1)
         return gettext("%(age)s ago") % {"age": age}
 
+    # The row's times, in one format: the high-water time's, to the second.
+
+    @admin.display(description=_field_name("launched_at"))
+    def launched(self, obj: WorkerNode) -> SafeString:
+        return time_with_milliseconds(obj.launched_at)
+
+    @admin.display(description=_field_name("heartbeat_at"))
+    def heartbeat(self, obj: WorkerNode) -> SafeString:
+        if database_alias(obj) is None:
+            return time_with_milliseconds(obj.heartbeat_at)
+        return format_html(
+            "{} ({})",
+            time_with_milliseconds(obj.heartbeat_at),
+            gettext("the claim: a database function does not renew"),
+        )
+
+    @admin.display(description=_field_name("lease_expires_at"))
+    def lease_expires(self, obj: WorkerNode) -> SafeString | str:
+        if obj.lease_expires_at >= LEASE_END:
+            return gettext("never: the slot is the database's for good")
+        return time_with_milliseconds(obj.lease_expires_at)
+
+    @admin.display(description=_field_name("released_at"))
+    def released(self, obj: WorkerNode) -> SafeString | str:
+        if obj.released_at is None:
+            return gettext("not released")
+        return time_with_milliseconds(obj.released_at)
+
+    @admin.display(description=_field_name("incarnation"))
+    def incarnation_in_words(self, obj: WorkerNode) -> str:
+        return obj.incarnation or gettext(
+            "none: this database does not tell its servers apart (SQLite), so a failover "
+            "cannot be noticed"
+        )
+
+    @admin.display(description=_field_name("incarnation_since"))
+    def incarnation_seen(self, obj: WorkerNode) -> SafeString | str:
+        if obj.incarnation_since is None:
+            return gettext("not recorded")
+        return time_with_milliseconds(obj.incarnation_since)
+
     @admin.display(description=_("high-water time"))
     def high_water(self, obj: WorkerNode) -> SafeString | str:
-        """``last_timestamp`` decoded with the row's layout: the end of the time the slot's
-        holders have issued IDs up to (or reserved)."""
+        """``last_timestamp`` decoded with the row's layout, and what it means: for a live
+        process the end of its lease's reservation, usually ahead of the clock."""
         if obj.last_timestamp < 0:
             return gettext("none yet")
         layout = _row_layout(obj)
@@ -286,11 +428,32 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
             moment = ms_to_datetime(layout.unit_start_ms(obj.last_timestamp))
         except OverflowError:
             return str(obj.last_timestamp)
-        return time_with_milliseconds(moment)
+        state = lease_state(obj, timezone.now())
+        if state == "database":
+            meaning = gettext(
+                "The last time the database function issued IDs up to when the slot was "
+                "claimed; the function keeps its own clock since."
+            )
+        elif state == "active":
+            meaning = gettext(
+                "The lease's reservation: the holder may issue IDs up to this time without "
+                "asking the database again; each renewal moves it on, up to the lease ahead of "
+                "the clock, and a later holder starts above it."
+            )
+            ahead = round((moment - timezone.now()).total_seconds())
+            if ahead > 0:
+                meaning += " " + gettext("Now %(ahead)s s ahead.") % {"ahead": ahead}
+        else:
+            meaning = gettext(
+                "The highest time the slot's holders issued IDs up to, or reserved: the next "
+                "holder starts above it."
+            )
+        return format_html("{}<br>{}", time_with_milliseconds(moment), meaning)
 
     @admin.display(description=_("layout"))
     def layout_in_words(self, obj: WorkerNode) -> SafeString:
-        """The fingerprint decoded: bits of each field, the time unit and the epoch."""
+        """The fingerprint decoded: bits of each field, the time unit and the epoch (in UTC,
+        as the settings write it)."""
         try:
             layout = BitLayout.from_fingerprint(obj.layout)
         except ValueError:
@@ -314,13 +477,15 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
                 if n
             ),
         )
+        epoch = layout.epoch_datetime.astimezone(UTC)
         units = ngettext(
             "time in units of %(unit)d millisecond since %(epoch)s",
             "time in units of %(unit)d milliseconds since %(epoch)s",
             layout.time_unit_ms,
         ) % {
             "unit": layout.time_unit_ms,
-            "epoch": formats.localize(timezone.localtime(layout.epoch_datetime)),
+            "epoch": f"{formats.date_format(epoch, 'DATE_FORMAT')} "
+            f"{formats.time_format(epoch, 'H:i:s')} UTC",
         }
         return format_html("{}<br>{}<br><code>{}</code>", bits, units, obj.layout)
 

@@ -5,6 +5,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from django.db import models
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from . import bulk, decode, min_id_for
@@ -68,7 +69,13 @@ class WorkerNode(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"worker {self.worker_id}/{self.datacenter_id} on {self.host_name}:{self.process_id}"
+        # Translated: it is the title of the row's admin pages.
+        return gettext("worker %(worker)s/%(datacenter)s on %(host)s:%(pid)s") % {
+            "worker": self.worker_id,
+            "datacenter": self.datacenter_id,
+            "host": self.host_name,
+            "pid": self.process_id,
+        }
 
     def lease_state(self, now: datetime) -> str:
         """``"released"``, ``"expired"`` or ``"active"``: whether a process holds the slot."""

@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
 from django.test.utils import override_settings
 from django.urls import reverse
-from django.utils import formats, timezone
+from django.utils import formats, timezone, translation
+from django.utils.html import escape
 
 from django_snowflake import decode, get_generator
+from django_snowflake.database_keys import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
 from tests.factories import CustomerFactory, OrderFactory
 from tests.testapp.models import Order
@@ -174,6 +178,30 @@ def nodes() -> dict[str, WorkerNode]:
     }
 
 
+def database_node(label: str) -> WorkerNode:
+    """A database function's slot, as the database's claim writes it (database_keys)."""
+    now = timezone.now()
+    return WorkerNode.objects.create(
+        worker_id=999,
+        host_name=DATABASE_HOST,
+        process_id=0,
+        label=label,
+        launched_at=now - timedelta(days=3),
+        heartbeat_at=now - timedelta(days=3),
+        lease_expires_at=LEASE_END,
+        last_timestamp=0,
+        layout=get_generator().layout.fingerprint,
+        token="database-test",
+    )
+
+
+LEASE_CELLS = {
+    "active": "Active",
+    "expired": "Expired: reused by a later claim",
+    "released": "Released: reused by a later claim",
+}
+
+
 def test_worker_nodes_are_listed_with_their_lease_state(
     admin_client: Client, nodes: dict[str, WorkerNode]
 ) -> None:
@@ -185,7 +213,50 @@ def test_worker_nodes_are_listed_with_their_lease_state(
     for state, node in nodes.items():
         filtered = admin_client.get(url, {"lease": state})
         assert ours(filtered.context["cl"].result_list) == [node]
-        assert f'<td class="field-lease">{state.capitalize()}</td>' in filtered.text
+        assert f'<td class="field-lease">{LEASE_CELLS[state]}</td>' in filtered.text
+
+
+def test_live_slots_come_first_then_the_rows_a_claim_reuses(admin_client: Client) -> None:
+    # Created in the opposite order, and worker IDs that would sort them the other way.
+    released = worker_node(904, expires_in=timedelta(seconds=40), released=True)
+    expired = worker_node(903, expires_in=timedelta(seconds=-5))
+    database = database_node("database:default")
+    active = worker_node(905, expires_in=timedelta(seconds=40))
+    older = worker_node(901, expires_in=timedelta(seconds=-50))
+    response = admin_client.get(reverse("admin:django_snowflake_workernode_changelist"))
+    assert ours(response.context["cl"].result_list) == [active, database, older, expired, released]
+    # No sort-priority numbers: one column takes part in the order.
+    assert 'class="sortpriority"' not in response.text
+
+
+@pytest.mark.parametrize(
+    ("label", "reserved"),
+    [
+        ("database:default", "reserved for the database function of database 'default'"),
+        ("database:shard_2", "reserved for the database function of database 'shard_2'"),
+        # Rows the database's claim wrote before labels named the alias.
+        ("database", "reserved for a database function"),
+    ],
+)
+def test_a_database_slot_reads_as_reserved_not_as_a_stuck_process(
+    admin_client: Client, label: str, reserved: str
+) -> None:
+    node = database_node(label)
+    url = reverse("admin:django_snowflake_workernode_changelist")
+    listed = admin_client.get(url)
+    assert f'<td class="field-lease">{escape(reserved)}, no heartbeat</td>' in listed.text
+    assert (
+        '<td class="field-heartbeat_age">none: a database function does not renew</td>'
+        in listed.text
+    )
+    assert "days ago" not in listed.text
+    assert ours(admin_client.get(url, {"lease": "active"}).context["cl"].result_list) == []
+    database = admin_client.get(url, {"lease": "database"}).context["cl"].result_list
+    assert node in database
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    assert f"<h2>worker 999/0, {escape(reserved)}, no heartbeat</h2>" in page.text
+    assert "never: the slot is the database&#x27;s for good" in page.text
+    assert "the claim: a database function does not renew" in page.text
 
 
 def test_worker_list_sorts_by_one_key_and_drops_an_all_zero_datacenter_column(
@@ -212,7 +283,7 @@ def test_the_datacenter_column_is_there_when_the_layout_has_datacenters(
 def test_worker_page_decodes_the_high_water_mark_and_the_layout(
     admin_client: Client, nodes: dict[str, WorkerNode]
 ) -> None:
-    node = nodes["active"]
+    node = nodes["expired"]
     layout = get_generator().layout
     node.last_timestamp = layout.to_units(
         int(datetime(2026, 3, 1, 12, tzinfo=UTC).timestamp() * 1000)
@@ -221,13 +292,94 @@ def test_worker_page_decodes_the_high_water_mark_and_the_layout(
     page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
     assert page.status_code == 200
     assert '<span title="2026-03-02T02:00:00.000+14:00">March 2, 2026 02:00:00</span>' in page.text
+    assert "the next holder starts above it" in page.text
     assert str(node.last_timestamp) not in page.text
     assert "41 bits of time, 10 bits of worker, 12 bits of sequence" in page.text
-    assert "time in units of 1 millisecond since Jan. 1, 2025, 2 p.m." in page.text
+    # The epoch as the settings write it, in UTC, not in the current time zone (it read
+    # "since Jan. 1, 2025, 2 p.m." in UTC+14).
+    assert "time in units of 1 millisecond since Jan. 1, 2025 00:00:00 UTC" in page.text
     fieldsets = [str(fieldset.name) for fieldset in page.context["adminform"]]
     assert fieldsets == ["Slot", "Lease", "Time and layout"]
-    if hasattr(node, "incarnation"):
-        assert "database incarnation" in page.text.lower()
+
+
+def page_rows(page: Any) -> dict[str, str]:
+    return {
+        str(field.field["label"]): str(field.contents())
+        for fieldset in page.context["adminform"]
+        for line in fieldset
+        for field in line
+    }
+
+
+@override_settings(TIME_ZONE=LOCAL_ZONE)
+def test_worker_page_shows_every_time_in_one_format(
+    admin_client: Client, nodes: dict[str, WorkerNode]
+) -> None:
+    node = nodes["released"]
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    rows = page_rows(page)
+    for label, value in [
+        ("launched at", node.launched_at),
+        ("heartbeat at", node.heartbeat_at),
+        ("lease expires at", node.lease_expires_at),
+        ("released at", node.released_at),
+    ]:
+        assert rows[label] == shown(value), label
+    assert "a.m." not in page.text and "p.m." not in page.text
+
+
+def test_an_active_slots_high_water_time_is_its_reservation(admin_client: Client) -> None:
+    node = worker_node(906, expires_in=timedelta(seconds=60))
+    layout = get_generator().layout
+    node.last_timestamp = layout.to_units(int(timezone.now().timestamp() * 1000) + 45_000)
+    node.save()
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    high_water = page_rows(page)["high-water time"]
+    assert "The lease&#x27;s reservation" in high_water
+    assert re.search(r"Now 4[45] s ahead\.", high_water)
+
+
+@pytest.mark.parametrize(
+    ("incarnation", "since", "expected"),
+    [
+        # SQLite: nothing to tell servers apart, so no "first seen" beside it.
+        ("", True, {"database incarnation": "none: this database does not tell"}),
+        (
+            "7712193528313505905/1",
+            True,
+            {"database incarnation": "7712193528313505905/1", "incarnation first seen": "<span"},
+        ),
+        (
+            "7712193528313505905/1",
+            False,
+            {"database incarnation": "7712193528313505905/1", "incarnation first seen": "not"},
+        ),
+    ],
+)
+def test_the_incarnation_is_shown_only_where_there_is_one(
+    admin_client: Client, incarnation: str, since: bool, expected: dict[str, str]
+) -> None:
+    node = worker_node(907, expires_in=timedelta(seconds=60))
+    WorkerNode.objects.filter(pk=node.pk).update(
+        incarnation=incarnation, incarnation_since=timezone.now() if since else None
+    )
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    rows = {
+        label: value
+        for label, value in page_rows(page).items()
+        if label in ("database incarnation", "incarnation first seen")
+    }
+    assert rows.keys() == expected.keys()
+    for label, start in expected.items():
+        assert rows[label].startswith(start), label
+
+
+@override_settings(LANGUAGE_CODE="de")
+def test_the_worker_pages_title_is_translated(admin_client: Client) -> None:
+    node = worker_node(908, expires_in=timedelta(seconds=60))
+    with translation.override("de"):
+        page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    assert "<h2>Worker 908/0 auf web-1:4242</h2>" in page.text
 
 
 def test_worker_nodes_are_view_only(admin_client: Client, nodes: dict[str, WorkerNode]) -> None:
@@ -259,3 +411,56 @@ def test_only_expired_or_released_slots_may_be_deleted(
         assert "breaks the guarantee that every ID is unique" in confirmation.text
         assert admin_client.post(url, {"post": "yes"}).status_code == 302
     assert ours(WorkerNode.objects.all()) == [nodes["active"]]
+
+
+@pytest.fixture
+def orders() -> list[Order]:
+    return [OrderFactory(customer=CustomerFactory(name=name)) for name in ["Ada", "Grace", "Linus"]]
+
+
+@pytest.mark.parametrize(
+    ("search", "found"),
+    [
+        ("{0}", [0]),
+        ("  {2}  ", [2]),
+        ("{0} {2}", [0, 2]),
+        ("{0},{1}, {2}", [0, 1, 2]),
+        # A malformed or impossible ID finds nothing, never a 500.
+        ("{0}x", []),
+        ("-{0}", []),
+        ("{0} Ada", []),
+        ("99999999999999999999", []),
+        ("٣", []),
+        ("12", []),
+        ("", [0, 1, 2]),
+    ],
+)
+def test_the_search_box_finds_orders_by_id(
+    admin_client: Client, orders: list[Order], search: str, found: list[int]
+) -> None:
+    # OrderAdmin has no search_fields: the mixin gives it the box, for IDs.
+    url = reverse("admin:testapp_order_changelist")
+    response = admin_client.get(url, {"q": search.format(*(order.pk for order in orders))})
+    assert response.status_code == 200
+    assert 'id="searchbar"' in response.text
+    assert set(response.context["cl"].result_list) == {orders[i] for i in found}
+
+
+@pytest.mark.parametrize(
+    ("search", "found"),
+    [
+        ("Ada", ["Ada"]),
+        ("a", ["Ada", "Grace"]),
+        ("{Linus}", ["Linus"]),
+        ("{Ada} {Linus}", ["Ada", "Linus"]),
+        ("{Ada}x", []),
+    ],
+)
+def test_the_search_by_id_keeps_the_admins_own_search_fields(
+    admin_client: Client, orders: list[Order], search: str, found: list[str]
+) -> None:
+    customers = {order.customer.name: order.customer.pk for order in orders}
+    url = reverse("admin:testapp_customer_changelist")
+    response = admin_client.get(url, {"q": search.format(**customers)})
+    assert response.status_code == 200
+    assert sorted(c.name for c in response.context["cl"].result_list) == found

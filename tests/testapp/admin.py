@@ -17,3 +17,4 @@ class OrderAdmin(SnowflakeAdminMixin, admin.ModelAdmin):
 class CustomerAdmin(SnowflakeAdminMixin, admin.ModelAdmin):
     fieldsets = [(None, {"fields": ["name"]})]
     ordering = ["name"]
+    search_fields = ["name"]
