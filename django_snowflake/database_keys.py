@@ -1,34 +1,49 @@
 """Snowflake IDs made by the database, for every INSERT that leaves the key out.
 
-``SnowflakeAutoField`` keeps ``AutoField``'s semantics: its column's default is the
-function ``django_snowflake_id()``, so Django's own inserts (which leave an unset key out and
-read it back with ``RETURNING``), raw SQL, ``RunSQL`` data migrations and other services all get
-a Snowflake of the project's layout.
+Where a key is made is decided here, for every database (docs/architecture.rst):
 
-- PostgreSQL: a PL/pgSQL function over two sequences. ``counter`` is drawn by every call;
-  ``base`` moves only when the IDs fall behind the wall clock, under a session advisory lock
-  released at once (never one held to commit). An ID is ``base + counter`` read in layout units
-  (time, then sequence), so the logical clock never goes back, whatever the server's clock does.
-- MariaDB: a stored function may not be a column ``DEFAULT``, so a ``BEFORE INSERT`` trigger per
-  table calls it. The same two parts: a sequence, and the base in a one-row MyISAM table that
-  only ever grows. MyISAM is not transactional, so the base is never locked to commit nor
-  rolled back, and it takes no part in the caller's transaction: Aria did, and MariaDB then
-  refused every ``SAVEPOINT`` (a nested ``atomic()``) after a key was made. (``SETVAL`` on a
-  sequence would do too, but takes only literals, and a function may not run dynamic SQL.)
+- Django's own inserts into a table keyed by ``SnowflakeAutoField`` or ``SnowflakeField``
+  carry a key this process made from its leased worker slot
+  (:meth:`~django_snowflake.fields.SnowflakeAutoField.get_pk_value_on_save`, or the field's
+  default): fencing, failover incarnations and a slot unique across every database of the ID
+  space come with the process's lease.
+- An INSERT that leaves the key out (raw SQL, another service, a ``RunSQL`` data migration, the
+  auto-created many-to-many tables of apps that pin ``AutoField``, whose tables the migration
+  state builds with the project's ``DEFAULT_AUTO_FIELD``) gets one from the database's
+  ``django_snowflake_id()``: the column's ``DEFAULT`` on PostgreSQL and SQLite, a ``BEFORE
+  INSERT`` trigger on MariaDB/MySQL (a stored function may not be a column default there).
+
+The function of each server database issues under **a slot of its own**, leased for that
+database (label ``database:<alias>``, host ``(database)``, a lease that never expires, so no
+process claims it) in the coordination database's ``WorkerNode`` (``SNOWFLAKE["DATABASE"]``),
+from the highest worker ID down (processes claim from the lowest up). The slot is written into
+the function, so it reads no table to issue; a database whose function has no slot (migrated
+before the coordination database had its table) refuses every key with an error saying what to
+run, until ``migrate`` runs on it again; ``check --database`` says so too (``E034``).
+
+- PostgreSQL: a PL/pgSQL function over sequences (non-transactional: a rollback never lowers
+  the clock). An ID is ``base + counter`` read in layout units (time, then sequence), so the
+  logical clock never goes back, whatever the server's clock does. A session behind the wall
+  clock moves ``base`` up only if it takes a session advisory lock *without waiting*
+  (``pg_try_advisory_lock``); the others return their value, unique, a moment behind the
+  clock: nobody queues, so the convoy of a lock every session waits on at each new
+  millisecond cannot form. A burst may run ahead of the clock by ``lead`` units past the
+  last catch-up (``anchor``); beyond, the function sleeps until the clock is there. On the
+  first call of a session it compares the server's incarnation (system identifier and
+  timeline, as the process leases do) with the one it last saw; after a promotion or a
+  restore it skips its clock past anything the old primary could have issued: past
+  ``max(now, replayed clock, replayed anchor) + hold + 2 * lead``, where ``hold`` is
+  ``LEASE_SECONDS``, the replication lag (and clock skew) it tolerates.
+- MariaDB/MySQL: see :mod:`django_snowflake.mysql_function` when present; until then the
+  previous design (a sequence and a one-row MyISAM base).
 - SQLite: ``django_snowflake_id()`` is registered on every Django connection and returns
   :func:`django_snowflake.generate` (the process's own worker slot). A connection without it
   (the ``sqlite3`` shell) fails the INSERT with "unknown function".
 
-PostgreSQL and MariaDB issue under the highest worker ID of the layout (in ``DATACENTER_ID``),
-leased in ``WorkerNode`` for the database itself (host ``(database)``, a lease that never
-expires, so no process can claim it) by the package's migration ``0003``. The slot and the
-layout are written into the function, so it never reads a table: a test runner's flush of
-``WorkerNode`` does not stop it. A layout change is refused by every process
-(``LayoutMismatch``: the database's slot carries the old fingerprint), as for any other slot.
-
 The schema editor of every Django connection is extended here, so ``migrate`` and
-``sqlmigrate`` emit the same statements: the function before the first table that needs it, the
-column ``DEFAULT`` (PostgreSQL, SQLite) or the trigger (MariaDB).
+``sqlmigrate`` emit the same statements: the function before the first table that needs it
+(with migrations and without: ``--nomigrations`` test runs create tables through the same
+editor), the column ``DEFAULT`` (PostgreSQL, SQLite) or the trigger (MariaDB).
 """
 
 from __future__ import annotations
@@ -36,6 +51,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import hashlib
+import math
 import os
 import re
 import threading
@@ -44,13 +60,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, models, transaction
+from django.db import DatabaseError, IntegrityError, connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 from django.db.migrations.operations.base import Operation
-from django.db.migrations.state import StateApps
-from django.db.models.functions import Now
 
 from .exceptions import LayoutMismatch, SnowflakeError
 from .layout import BitLayout
@@ -58,15 +72,20 @@ from .layout import BitLayout
 FUNCTION = "django_snowflake_id"
 COUNTER = "django_snowflake_id_counter"
 BASE = "django_snowflake_id_base"
+ANCHOR = "django_snowflake_id_anchor"
+INCARNATION = "django_snowflake_id_incarnation"
+FAILOVER = "django_snowflake_id_failover"
 # The database's worker slot in WorkerNode.
 DATABASE_HOST = "(database)"
 DATABASE_LABEL = "database"
 LEASE_END = datetime(9999, 12, 31, tzinfo=UTC)
 # pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
 PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
+# What the function's comment says, read back by the checks: "slot=W/D" or "slot=none".
+_COMMENT = re.compile(r"slot=(?:(\d+)/(\d+)|none)")
 
-# Set while the schema editor writes a column definition: only then does a
-# SnowflakeAutoField report its database default (see SnowflakeAutoField.has_db_default).
+# Set while the schema editor writes a column definition: only then does a Snowflake primary
+# key report its database default (see fields._DatabaseKeyDefault).
 _writing_columns: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "django_snowflake_writing_columns", default=None
 )
@@ -78,7 +97,7 @@ def column_default_vendor() -> str | None:
 
 
 class DatabaseSnowflake(models.Func):
-    """``django_snowflake_id()``: the column default of a ``SnowflakeAutoField``."""
+    """``django_snowflake_id()``: the column default of a Snowflake primary key."""
 
     function = FUNCTION
     template = "%(function)s()"
@@ -101,86 +120,214 @@ class DatabaseSnowflake(models.Func):
         return hash(FUNCTION)
 
 
-def database_slot(layout: BitLayout) -> tuple[int, int]:
-    """``(worker_id, datacenter_id)`` of the database's function: the layout's highest worker
-    ID, away from the processes (which claim the lowest free one), in ``DATACENTER_ID``."""
+def database_label(alias: str) -> str:
+    """The ``WorkerNode.label`` of the slot leased for the function of database ``alias``."""
+    return f"{DATABASE_LABEL}:{alias}"
+
+
+def lead_units(layout: BitLayout) -> int:
+    """How far (layout units) a burst may run the function ahead of its last catch-up:
+    a second, and at least one unit."""
+    return max(1, math.ceil(1000 / layout.time_unit_ms))
+
+
+def hold_units(layout: BitLayout) -> int:
+    """How far past the replayed clock a new incarnation skips: ``LEASE_SECONDS``."""
     from .conf import get_settings
 
-    return layout.max_worker_id, int(get_settings()["DATACENTER_ID"] or 0)
+    return math.ceil(float(get_settings()["LEASE_SECONDS"]) * 1000 / layout.time_unit_ms)
 
 
-def install_sql(vendor: str, layout: BitLayout) -> list[str]:
+def install_sql(
+    vendor: str, layout: BitLayout, slot: tuple[int, int] | None, *, alias: str = "default"
+) -> list[str]:
     """The statements that create (or replace) the function on ``vendor``; ``[]`` on SQLite.
 
-    They embed ``layout`` and the database's slot and are idempotent, so every migration that
-    creates a Snowflake column may run them first.
+    They embed ``layout`` and the database's ``slot`` (``None``: the function refuses, naming
+    ``alias``) and are idempotent, so every migration that creates a Snowflake column may run
+    them first.
     """
-    worker, datacenter = database_slot(layout)
+    if vendor == "postgresql":
+        return _postgresql_sql(layout, slot, alias)
+    if vendor == "mysql":
+        return _mysql_sql(layout, slot, alias)
+    return []
+
+
+def _refusal(alias: str) -> str:
+    return (
+        f"django_snowflake_id(): database {alias!r} has no Snowflake worker slot of its own. "
+        f"Migrate the coordination database, then run: python manage.py migrate --database={alias}"
+    )
+
+
+def _comment(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> str:
+    where = "none" if slot is None else f"{slot[0]}/{slot[1]}"
+    return f"django_snowflake layout={layout.fingerprint} slot={where} database={alias}"
+
+
+def _postgresql_sql(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> list[str]:
+    comment = _comment(layout, slot, alias)
+    if slot is None:
+        refusal = _refusal(alias).replace("'", "''")
+        return [
+            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $snowflake$
+BEGIN
+    RAISE EXCEPTION '{refusal}' USING ERRCODE = 'object_not_in_prerequisite_state';
+END
+$snowflake$""",
+            f"COMMENT ON FUNCTION {FUNCTION}() IS '{comment}'",
+        ]
+    worker, datacenter = slot
     sb = layout.sequence_bits
+    lead = lead_units(layout)
+    hold = hold_units(layout)
     fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
     compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
-    if vendor == "postgresql":
-        now_units = (
-            f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
-            f" / {layout.time_unit_ms})::bigint"
-        )
-        return [
-            f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
-            f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
-            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
--- Layout {layout.fingerprint}. An ID is m = base + counter in layout units: time
--- m >> {sb}, sequence m & {layout.max_sequence}. A value is used only if base did not move
--- while the counter was drawn, so values drawn before a move are below those after it.
+    now_units = (
+        f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
+        f" / {layout.time_unit_ms})::bigint"
+    )
+    # The server's incarnation as one bigint: system identifier and current timeline (the WAL
+    # file being written starts with it; pg_control_checkpoint() lags a promotion).
+    incarnation = (
+        "(SELECT hashtextextended(system_identifier::text || '/' || "
+        "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), 0) FROM pg_control_system())"
+    )
+    return [
+        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {ANCHOR} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {INCARNATION} AS bigint "
+        "MINVALUE -9223372036854775808 START 0",
+        # First install: the server it runs on is the incarnation it knows. A later install
+        # (a re-lease, an upgrade) never acknowledges a new one: the function skips first.
+        f"""DO $snowflake$ BEGIN
+    IF NOT (SELECT is_called FROM {INCARNATION}) THEN
+        PERFORM setval('{INCARNATION}', {incarnation});
+    END IF;
+EXCEPTION WHEN insufficient_privilege OR undefined_function THEN NULL;
+END $snowflake$""",
+        f"""CREATE OR REPLACE FUNCTION {FAILOVER}() RETURNS void
+LANGUAGE plpgsql VOLATILE AS $snowflake$
+-- Once per session: after a promotion or a restore, skip the clock past anything the old
+-- primary may have issued whose writes were lost: hold (LEASE_SECONDS) + 2 * lead units past
+-- the latest of the wall clock, the replayed clock and the replayed anchor.
 DECLARE
-    b1 bigint; b2 bigint; n bigint; m bigint; now_u bigint;
+    current bigint; known bigint; b bigint; n bigint; a bigint; f bigint;
 BEGIN
-    LOOP
-        SELECT last_value INTO b1 FROM {BASE};
-        n := nextval('{COUNTER}');
-        SELECT last_value INTO b2 FROM {BASE};
-        CONTINUE WHEN b1 <> b2;
-        m := b1 + n;
-        now_u := {now_units};
-        IF (m >> {sb}) >= now_u THEN
-            RETURN {compose};
-        END IF;
-        -- Behind the wall clock: move base so the next value starts at now_u. A short
-        -- session lock keeps two catch-ups from lowering base; it is never held to commit.
+    BEGIN
+        current := {incarnation};
+    EXCEPTION WHEN insufficient_privilege OR undefined_function THEN
+        current := NULL;  -- a role that may not read it: no failover detection (docs)
+    END;
+    IF current IS NOT NULL AND current <> (SELECT last_value FROM {INCARNATION}) THEN
         PERFORM pg_advisory_lock({PG_LOCK_KEY});
         BEGIN
-            SELECT last_value INTO b1 FROM {BASE};
-            SELECT last_value INTO n FROM {COUNTER};
-            IF b1 + n < (now_u << {sb}) THEN
-                PERFORM setval('{BASE}', (now_u << {sb}) - n);
+            IF current <> (SELECT last_value FROM {INCARNATION}) THEN
+                SELECT last_value INTO b FROM {BASE};
+                SELECT last_value INTO n FROM {COUNTER};
+                SELECT last_value INTO a FROM {ANCHOR};
+                f := GREATEST({now_units}, (b + n) >> {sb}, a) + {hold + 2 * lead};
+                PERFORM setval('{BASE}', (f << {sb}) - n);
+                PERFORM setval('{ANCHOR}', f);
+                PERFORM setval('{INCARNATION}', current);
             END IF;
         EXCEPTION WHEN OTHERS THEN
             PERFORM pg_advisory_unlock({PG_LOCK_KEY});
             RAISE;
         END;
         PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+    END IF;
+    PERFORM set_config('django_snowflake.incarnation', 'seen', false);
+END
+$snowflake$""",
+        f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
+-- Layout {layout.fingerprint}, slot {worker}/{datacenter}. An ID is m = base + counter in
+-- layout units: time m >> {sb}, sequence m & {layout.max_sequence}. A value is used only if
+-- base did not move while the counter was drawn, so values drawn before a move are below
+-- those after it; base only grows, moved under a lock nobody waits for.
+DECLARE
+    b1 bigint; b2 bigint; n bigint; m bigint; t bigint; now_u bigint; a bigint;
+BEGIN
+    IF current_setting('django_snowflake.incarnation', true) IS DISTINCT FROM 'seen' THEN
+        PERFORM {FAILOVER}();
+    END IF;
+    LOOP
+        SELECT last_value INTO b1 FROM {BASE};
+        n := nextval('{COUNTER}');
+        SELECT last_value INTO b2 FROM {BASE};
+        CONTINUE WHEN b1 <> b2;
+        m := b1 + n;
+        t := m >> {sb};
+        now_u := {now_units};
+        IF t < now_u AND pg_try_advisory_lock({PG_LOCK_KEY}) THEN
+            -- Behind the wall clock: move base so the next value starts at now_u.
+            BEGIN
+                SELECT last_value INTO b1 FROM {BASE};
+                SELECT last_value INTO n FROM {COUNTER};
+                IF b1 + n < (now_u << {sb}) THEN
+                    PERFORM setval('{BASE}', (now_u << {sb}) - n);
+                    PERFORM setval('{ANCHOR}', GREATEST(now_u, (SELECT last_value FROM {ANCHOR})));
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+                RAISE;
+            END;
+            PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+            CONTINUE;
+        END IF;
+        IF t > now_u + {lead} THEN
+            -- Ahead (a burst, a clock stepped back): at most lead units past the anchor.
+            SELECT last_value INTO a FROM {ANCHOR};
+            IF t > a + {lead} THEN
+                PERFORM pg_sleep((t - {lead} - now_u) * {layout.time_unit_ms} / 1000.0);
+            END IF;
+        END IF;
+        RETURN {compose};
     END LOOP;
 END
 $snowflake$""",
-        ]
-    if vendor == "mysql":
-        now_units = (
-            f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms})"
-            f" / {layout.time_unit_ms})"
-        )
-        base = f"(SELECT base FROM {BASE} WHERE id = 1)"
+        f"COMMENT ON FUNCTION {FUNCTION}() IS '{comment}'",
+    ]
+
+
+def _mysql_sql(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> list[str]:
+    comment = _comment(layout, slot, alias)
+    if slot is None:
+        refusal = _refusal(alias).replace("'", "''")[:128]  # MESSAGE_TEXT's limit
         return [
-            f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
-            # Not transactional: the base is read as last written (no snapshot), and its
-            # UPDATE locks the table for that statement only.
-            f"CREATE TABLE IF NOT EXISTS {BASE} "
-            "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=MyISAM",
-            # A base made by an earlier version in Aria keeps its value.
-            f"ALTER TABLE {BASE} ENGINE=MyISAM",
-            f"INSERT IGNORE INTO {BASE} (id, base) VALUES (1, 0)",
             f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT
+NOT DETERMINISTIC NO SQL
+COMMENT '{comment}'
+BEGIN
+    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{refusal}';
+    RETURN 0;
+END"""
+        ]
+    worker, datacenter = slot
+    sb = layout.sequence_bits
+    fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
+    compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
+    now_units = (
+        f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms})"
+        f" / {layout.time_unit_ms})"
+    )
+    base = f"(SELECT base FROM {BASE} WHERE id = 1)"
+    return [
+        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
+        # Not transactional: the base is read as last written (no snapshot), and its
+        # UPDATE locks the table for that statement only.
+        f"CREATE TABLE IF NOT EXISTS {BASE} "
+        "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=MyISAM",
+        # A base made by an earlier version in Aria keeps its value.
+        f"ALTER TABLE {BASE} ENGINE=MyISAM",
+        f"INSERT IGNORE INTO {BASE} (id, base) VALUES (1, 0)",
+        f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT
 NOT DETERMINISTIC MODIFIES SQL DATA
-COMMENT 'Layout {layout.fingerprint}'
+COMMENT '{comment}'
 BEGIN
     -- An ID is m = base + counter in layout units: time m >> {sb}, sequence
     -- m & {layout.max_sequence}. A value is used only if base did not move while the
@@ -202,8 +349,7 @@ BEGIN
         END IF;
     END LOOP;
 END""",
-        ]
-    return []
+    ]
 
 
 def trigger_name(table: str) -> str:
@@ -231,97 +377,134 @@ def drop_trigger_sql(editor: BaseDatabaseSchemaEditor, table: str) -> str:
     return f"DROP TRIGGER IF EXISTS {editor.quote_name(trigger_name(table))}"
 
 
-# The database's worker slot.
+# The database's worker slot, leased in the coordination database.
 
 
-def claim_database_slot(node_model: type[Any], using: str, layout: BitLayout, vendor: str) -> int:
-    """Lease the database's worker slot (:func:`database_slot`) for good; return its worker ID.
+def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None:
+    """The worker slot of database ``alias``'s function, leased for good in ``WorkerNode``
+    on the coordination database; ``None`` while that database has no ``WorkerNode`` table.
 
-    The same compare-and-set as a process's claim: insert the row and let the unique
-    constraint pick the winner of a race, or take over an expired lease with
-    ``UPDATE ... WHERE token = old``, raising the function's logical clock above every time the
-    previous holder could have issued. The lease never expires, so no process claims the slot
-    afterwards; a slot the database already holds is kept. Raises ``LayoutMismatch`` when the
-    table holds slots of another layout, ``SnowflakeError`` when a live process holds the slot.
+    A slot this database already holds is kept. Otherwise the highest worker ID (in
+    ``DATACENTER_ID``) that has never had a row is taken with the claim's compare-and-set: an
+    INSERT whose unique constraint picks the winner of a race. Processes claim from the lowest
+    ID up and never take a lease that does not expire, so the two never meet. Raises
+    ``LayoutMismatch`` when the table holds slots of another layout, ``SnowflakeError`` when no
+    worker ID is left.
     """
-    worker, datacenter = database_slot(layout)
-    nodes = node_model._default_manager.using(using)
-    fingerprint = layout.fingerprint
-    other = nodes.exclude(layout=fingerprint).values_list("layout", flat=True).first()
-    if other is not None:
-        raise LayoutMismatch(fingerprint, other)
+    from .conf import get_settings
+    from .models import WorkerNode
+
+    settings = get_settings()
+    coordination = settings["DATABASE"]
+    datacenter = int(settings["DATACENTER_ID"] or 0)
+    nodes = WorkerNode._default_manager.using(coordination)
+    try:
+        with transaction.atomic(using=coordination):
+            other = nodes.exclude(layout=layout.fingerprint).values_list("layout", flat=True)
+            mismatch = other.first()
+    except DatabaseError:
+        return None  # no WorkerNode table (yet) on the coordination database
+    if mismatch is not None:
+        raise LayoutMismatch(layout.fingerprint, mismatch)
+    mine = nodes.filter(host_name=DATABASE_HOST, released_at=None, datacenter_id=datacenter)
+    label = database_label(alias)
+    # The slot of the one database a version before 0.2 leased, labelled "database".
+    legacy = mine.filter(label=DATABASE_LABEL) if alias == coordination else mine.none()
+    held = mine.filter(label=label).first()
+    if held is None and legacy.update(label=label):
+        held = mine.filter(label=label).first()
+    if held is not None:
+        return held.worker_id, held.datacenter_id
     now = datetime.now(UTC)
-    holder = {
-        "host_name": DATABASE_HOST,
-        "label": DATABASE_LABEL,
-        "process_id": 0,
-        "launched_at": now,
-        "heartbeat_at": now,
-        "lease_expires_at": LEASE_END,
-        "released_at": None,
-        "layout": fingerprint,
-        "token": f"database-{os.urandom(8).hex()}",
-    }
-    slot = nodes.filter(worker_id=worker, datacenter_id=datacenter)
-    for _attempt in range(100):
-        row = slot.first()
-        if row is None:
-            try:
-                with transaction.atomic(using=using):
-                    nodes.create(
-                        worker_id=worker, datacenter_id=datacenter, last_timestamp=0, **holder
-                    )
-            except IntegrityError:
-                continue  # a process inserted this slot first: look again
-            return worker
-        if row.host_name == DATABASE_HOST and row.released_at is None:
-            return worker
-        if slot.filter(pk=row.pk, token=row.token, lease_expires_at__lt=Now()).update(**holder):
-            expired_ms = int(row.lease_expires_at.timestamp() * 1000)
-            floor = max(row.last_timestamp, layout.to_units(expired_ms)) + 1
-            raise_floor(using, vendor, layout, floor)
-            return worker
-        if slot.filter(pk=row.pk, token=row.token).exists():
-            raise SnowflakeError(
-                f"Worker slot {worker}/{datacenter} is reserved for the database's Snowflake "
-                f"function, but a live process ({row.host_name}:{row.process_id}) holds it. "
-                "Stop that process or wait for its lease to expire, then migrate again."
-            )
-    raise SnowflakeError(f"Could not lease worker slot {worker}/{datacenter} for the database.")
+    for worker in range(layout.max_worker_id, -1, -1):
+        if nodes.filter(worker_id=worker, datacenter_id=datacenter).exists():
+            continue
+        try:
+            with transaction.atomic(using=coordination):
+                nodes.create(
+                    worker_id=worker,
+                    datacenter_id=datacenter,
+                    host_name=DATABASE_HOST,
+                    label=label,
+                    process_id=0,
+                    launched_at=now,
+                    heartbeat_at=now,
+                    lease_expires_at=LEASE_END,
+                    released_at=None,
+                    last_timestamp=0,
+                    layout=layout.fingerprint,
+                    token=f"database-{os.urandom(8).hex()}",
+                )
+        except IntegrityError:
+            held = mine.filter(label=label).first()
+            if held is not None:  # another migrate of this database won the race
+                return held.worker_id, held.datacenter_id
+            continue  # a process or another database took this one: the next one down
+        return worker, datacenter
+    raise SnowflakeError(
+        f"No worker ID is left for the Snowflake function of database {alias!r}: all "
+        f"{layout.max_worker_id + 1} slots of datacenter {datacenter} have rows in WorkerNode. "
+        "Raise WORKER_BITS or use another DATACENTER_ID."
+    )
 
 
-def raise_floor(using: str, vendor: str, layout: BitLayout, units: int) -> None:
-    """Make the database's next ID carry a time of at least ``units``."""
-    from django.db import connections
+def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
+    """Whether database ``alias`` has the function, and the slot its comment names."""
+    connection = connections[alias]
+    if connection.vendor == "postgresql":
+        sql = (
+            "SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+            "JOIN pg_namespace s ON s.oid = p.pronamespace "
+            "WHERE p.proname = %s AND s.nspname = ANY (current_schemas(false))"
+        )
+    elif connection.vendor == "mysql":
+        sql = (
+            "SELECT routine_comment FROM information_schema.routines "
+            "WHERE routine_schema = DATABASE() AND routine_name = %s"
+        )
+    else:
+        return False, None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [FUNCTION])
+        row = cursor.fetchone()
+    if row is None:
+        return False, None
+    found = _COMMENT.search(row[0] or "")
+    if found is None or found.group(1) is None:
+        return True, None
+    return True, (int(found.group(1)), int(found.group(2)))
 
-    target = units << layout.sequence_bits
-    with connections[using].cursor() as cursor:
-        if vendor == "postgresql":
-            cursor.execute(
-                f"SELECT setval('{BASE}', GREATEST(last_value, %s - "
-                f"(SELECT last_value FROM {COUNTER}))) FROM {BASE}",
-                [target],
-            )
-        elif vendor == "mysql":
-            cursor.execute(
-                f"UPDATE {BASE} SET base = GREATEST(base, %s - (NEXT VALUE FOR {COUNTER})) "
-                "WHERE id = 1",
-                [target],
-            )
 
-
-def _claim_for_migration(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
+def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
+    """The statements installing the function on ``connection`` under its leased slot."""
     from .conf import get_layout
 
-    connection = schema_editor.connection
     if connection.vendor not in ("postgresql", "mysql"):
-        return  # SQLite's function uses the process's own slot
-    node = apps.get_model("django_snowflake", "WorkerNode")
-    claim_database_slot(node, connection.alias, get_layout(), connection.vendor)
+        return []
+    layout = get_layout()
+    slot = lease_database_slot(connection.alias, layout)
+    return install_sql(connection.vendor, layout, slot, alias=connection.alias)
+
+
+def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
+    """``post_migrate``: give a database whose function has no slot (it was migrated before
+    the coordination database) its own, now that ``migrate`` runs on it again."""
+    connection = connections[using]
+    if connection.vendor not in ("postgresql", "mysql"):
+        return
+    try:
+        exists, slot = installed_slot(using)
+    except DatabaseError:
+        return
+    if exists and slot is None:
+        with connection.schema_editor() as editor:
+            for statement in function_sql(connection):
+                editor.execute(statement, params=None)
 
 
 class InstallDatabaseFunction(Operation):
-    """Create ``django_snowflake_id()`` (and its sequences) for the project's layout.
+    """Create ``django_snowflake_id()`` (and its sequences) for the project's layout, under
+    the slot leased for this database.
 
     Reversing keeps the function: columns may still default to it.
     """
@@ -339,9 +522,7 @@ class InstallDatabaseFunction(Operation):
         from_state: Any,
         to_state: Any,
     ) -> None:
-        from .conf import get_layout
-
-        for statement in install_sql(schema_editor.connection.vendor, get_layout()):
+        for statement in function_sql(schema_editor.connection):
             schema_editor.execute(statement, params=None)
 
     def database_backwards(self, *args: Any) -> None:
@@ -351,24 +532,59 @@ class InstallDatabaseFunction(Operation):
         return "Install the database's Snowflake function django_snowflake_id()"
 
 
-def claim_operation() -> Any:
-    """The migration operation that leases the database's worker slot."""
-    from django.db.migrations import RunPython
+class AddDatabaseDefaults(Operation):
+    """Give every existing table keyed by a Snowflake primary key the database's function as
+    its key's default (its trigger on MariaDB): tables made before ``SnowflakeField`` primary
+    keys had one, so raw SQL that leaves the key out works on every Snowflake-keyed table.
 
-    return RunPython(_claim_for_migration, RunPython.noop, elidable=False)
+    Tables created later get it from the schema editor. Idempotent; reversing keeps them.
+    """
+
+    reduces_to_sql = True
+    reversible = True
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: Any,
+        to_state: Any,
+    ) -> None:
+        from django.apps import apps
+
+        connection = schema_editor.connection
+        tables = set(connection.introspection.table_names())
+        for model in apps.get_models(include_auto_created=True):
+            pk = model._meta.pk
+            if (
+                _is_database_keyed(pk)
+                and model._meta.db_table in tables
+                and router.allow_migrate_model(connection.alias, model)
+            ):
+                schema_editor._snowflake_default(model, pk)  # type: ignore[attr-defined]
+
+    def database_backwards(self, *args: Any) -> None:
+        pass
+
+    def describe(self) -> str:
+        return "Give every Snowflake primary key the database's django_snowflake_id() default"
 
 
 # The schema editor of every connection.
 
 
 def _is_database_keyed(field: Any) -> bool:
-    # Only SnowflakeAutoField has the attribute; fields.py imports this module, not back.
-    return getattr(field, "has_database_default", False) is True
+    # Snowflake fields have the attribute (fields.py imports this module, not back); only a
+    # primary key gets the default, and a copy whose class was changed has neither.
+    return getattr(field, "has_database_default", False) is True and field.primary_key
 
 
 class SnowflakeSchemaEditorMixin:
-    """Writes the function, the column defaults and (MariaDB) the triggers of
-    ``SnowflakeAutoField`` columns, in ``migrate`` and ``sqlmigrate`` alike."""
+    """Writes the function, the column defaults and (MariaDB) the triggers of Snowflake
+    primary keys, in ``migrate`` and ``sqlmigrate`` alike."""
 
     connection: BaseDatabaseWrapper
     _snowflake_installed = False
@@ -384,11 +600,30 @@ class SnowflakeSchemaEditorMixin:
     def _snowflake_install(self, *fields: Any) -> None:
         if self._snowflake_installed or not any(_is_database_keyed(f) for f in fields):
             return
-        from .conf import get_layout
-
         self._snowflake_installed = True
-        for statement in install_sql(self.connection.vendor, get_layout()):
+        for statement in function_sql(self.connection):
             self.execute(statement, params=None)  # type: ignore[attr-defined]
+
+    def _snowflake_default(self, model: Any, pk: Any) -> None:
+        """Give the existing table of ``model`` the key default (see AddDatabaseDefaults)."""
+        self._snowflake_install(pk)
+        table, column = model._meta.db_table, pk.column
+        q = self.quote_name  # type: ignore[attr-defined]
+        vendor = self.connection.vendor
+        if vendor == "postgresql":
+            self.execute(  # type: ignore[attr-defined]
+                f"ALTER TABLE {q(table)} ALTER COLUMN {q(column)} SET DEFAULT {FUNCTION}()"
+            )
+        elif vendor == "mysql":
+            self.execute(f"ALTER TABLE {q(table)} ALTER COLUMN {q(column)} SET DEFAULT 0")  # type: ignore[attr-defined]
+            self.execute(drop_trigger_sql(self, table))  # type: ignore[attr-defined, arg-type]
+            self.execute(create_trigger_sql(self, table, column))  # type: ignore[attr-defined, arg-type]
+        elif vendor == "sqlite":
+            with self.connection.cursor() as cursor:
+                cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [table])
+                (definition,) = cursor.fetchone()
+            if FUNCTION not in definition:
+                self._remake_table(model)  # SQLite alters a default by copying the table
 
     def _snowflake_trigger(self, model: Any, old: Any, new: Any) -> None:
         if self.connection.vendor != "mysql":

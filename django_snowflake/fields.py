@@ -27,8 +27,35 @@ from .exceptions import InvalidSnowflake
 from .forms import SnowflakeFormField
 
 
+class _DatabaseKeyDefault:
+    """``db_default`` of a Snowflake primary key: ``django_snowflake_id()``, seen only by the
+    schema editor while it writes the column (see :mod:`django_snowflake.database_keys`).
+
+    A descriptor on the class, not a value on the field: a copy of the field whose class is
+    changed (django-simple-history's historical models turn the key into a plain
+    ``BigIntegerField``) keeps whatever ``Field.__init__`` stored, ``NOT_PROVIDED``, so it
+    carries no database default and puts nothing of ours into its migrations. At run time
+    ``Model.__init__`` and ``save()`` see no database default either: the process makes the
+    key (:meth:`SnowflakeAutoField.get_pk_value_on_save`).
+    """
+
+    def __get__(self, field: Any, owner: type | None = None) -> Any:
+        if field is None:
+            return self
+        if field.primary_key and field.has_database_default and column_default_vendor() is not None:
+            return DatabaseSnowflake()
+        return field.__dict__.get("db_default", NOT_PROVIDED)
+
+    def __set__(self, field: Any, value: Any) -> None:
+        field.__dict__["db_default"] = value
+
+
 class _SnowflakeColumnMixin:
-    """The value saved, what both fields share."""
+    """The value saved and the database's default of a primary key: what both fields share."""
+
+    # As a primary key, the column defaults to the database's function (_DatabaseKeyDefault).
+    has_database_default = True
+    db_default = _DatabaseKeyDefault()
 
     def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
         # Inserts call this once per row, so an int (what generate() returns) is sent as it
@@ -183,29 +210,6 @@ def _watch_parent_links(sender: type[models.Model], **kwargs: Any) -> None:
 class_prepared.connect(_watch_parent_links, dispatch_uid="django_snowflake_parent_links")
 
 
-class _DatabaseKeyDefault:
-    """``db_default`` of a Snowflake primary key: ``django_snowflake_id()``, seen only by the
-    schema editor while it writes the column (see :mod:`django_snowflake.database_keys`).
-
-    A descriptor on the class, not a value on the field: a copy of the field whose class is
-    changed (django-simple-history's historical models turn the key into a plain
-    ``BigIntegerField``) keeps whatever ``Field.__init__`` stored, ``NOT_PROVIDED``, so it
-    carries no database default and puts nothing of ours into its migrations. At run time
-    ``Model.__init__`` and ``save()`` see no database default either: the process makes the
-    key (:meth:`SnowflakeAutoField.get_pk_value_on_save`).
-    """
-
-    def __get__(self, field: Any, owner: type | None = None) -> Any:
-        if field is None:
-            return self
-        if field.primary_key and field.has_database_default and column_default_vendor() is not None:
-            return DatabaseSnowflake()
-        return field.__dict__.get("db_default", NOT_PROVIDED)
-
-    def __set__(self, field: Any, value: Any) -> None:
-        field.__dict__["db_default"] = value
-
-
 class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: ignore[type-arg]
     """A ``BigAutoField`` whose values are Snowflake IDs, made by the process at the INSERT.
 
@@ -225,10 +229,6 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
     # The INSERT carries the key the process made: nothing to read back (on MySQL, reading
     # back through LAST_INSERT_ID() would even overwrite it with 0).
     db_returning = False
-    # The column defaults to the database's function (see _DatabaseKeyDefault).
-    has_database_default = True
-    db_default = _DatabaseKeyDefault()
-
     def contribute_to_class(  # type: ignore[override]  # the stubs of Field and AutoFieldMixin differ
         self, cls: type[models.Model], name: str, **kwargs: Any
     ) -> None:

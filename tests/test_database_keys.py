@@ -26,10 +26,11 @@ from django_snowflake.conf import get_layout
 from django_snowflake.database_keys import (
     DATABASE_HOST,
     LEASE_END,
-    claim_database_slot,
-    database_slot,
+    database_label,
+    install_sql,
+    installed_slot,
+    lease_database_slot,
 )
-from django_snowflake.exceptions import SnowflakeError
 from django_snowflake.models import WorkerNode
 from tests.testapp.models import Basket, Writer
 
@@ -80,10 +81,11 @@ def test_sqlmigrate_prints_exactly_what_migrate_runs(keys_app: MigrationExecutor
 @pytest.mark.django_db
 def test_the_database_issues_under_its_own_never_expiring_slot() -> None:
     layout = get_layout()
-    worker, datacenter = database_slot(layout)
-    assert claim_database_slot(WorkerNode, "default", layout, connection.vendor) == worker
+    worker, datacenter = lease_database_slot("default", layout) or (None, None)
+    assert installed_slot("default") == (True, (worker, datacenter))
     row = WorkerNode.objects.get(worker_id=worker, datacenter_id=datacenter)
     assert row.host_name == DATABASE_HOST and row.lease_expires_at == LEASE_END
+    assert row.label == database_label("default")
     ids = database_ids(50)
     assert ids == sorted(set(ids))
     parts = [django_snowflake.decode(value) for value in ids]
@@ -94,35 +96,34 @@ def test_the_database_issues_under_its_own_never_expiring_slot() -> None:
 
 @SERVER
 @pytest.mark.django_db
-def test_a_live_process_on_the_slot_is_refused_an_expired_one_taken_over() -> None:
+def test_each_database_leases_a_slot_of_its_own_from_the_top() -> None:
     layout = get_layout()
-    worker, datacenter = database_slot(layout)
-    WorkerNode.objects.filter(worker_id=worker, datacenter_id=datacenter).delete()
-    now = datetime.now(UTC)
-    # The previous holder issued up to 20 seconds ahead of now (its clock ran fast).
-    ahead = layout.to_units(int((now + timedelta(seconds=20)).timestamp() * 1000))
-    process = WorkerNode.objects.create(
-        worker_id=worker,
-        datacenter_id=datacenter,
-        host_name="web-1",
-        process_id=7,
-        launched_at=now,
-        heartbeat_at=now,
-        lease_expires_at=now + timedelta(minutes=1),
-        last_timestamp=ahead,
-        layout=layout.fingerprint,
-        token="process",
-    )
-    with pytest.raises(SnowflakeError, match="live process"):
-        claim_database_slot(WorkerNode, "default", layout, connection.vendor)
-    WorkerNode.objects.filter(pk=process.pk).update(lease_expires_at=now - timedelta(seconds=1))
-    claim_database_slot(WorkerNode, "default", layout, connection.vendor)
-    assert WorkerNode.objects.get(pk=process.pk).host_name == DATABASE_HOST
-    # The function's clock starts above the previous holder's time, ahead of the wall clock
-    # (as after a server clock stepped back), and keeps counting from there.
-    ids = database_ids(20)
-    assert ids == sorted(set(ids))
-    assert django_snowflake.decode(ids[0]).timestamp > now + timedelta(seconds=19)
+    mine = lease_database_slot("default", layout)
+    assert lease_database_slot("default", layout) == mine  # kept, not leased again
+    shard = lease_database_slot("shard-x", layout)
+    assert shard is not None and mine is not None and shard[0] < mine[0]
+    assert WorkerNode.objects.filter(label=database_label("shard-x")).count() == 1
+    # No process can take them: their leases never expire.
+    assert not WorkerNode.objects.filter(host_name=DATABASE_HOST, lease_expires_at__lt=LEASE_END)
+
+
+@SERVER
+@pytest.mark.django_db(transaction=True)
+def test_a_database_whose_function_has_no_slot_refuses_and_says_what_to_run() -> None:
+    layout = get_layout()
+    slot = lease_database_slot("default", layout)
+    try:
+        with connection.cursor() as cursor:
+            for statement in install_sql(connection.vendor, layout, None, alias="default"):
+                cursor.execute(statement)
+        assert installed_slot("default") == (True, None)
+        with pytest.raises(Exception, match="no Snowflake worker slot"):
+            database_ids(1)
+    finally:
+        with connection.cursor() as cursor:
+            for statement in install_sql(connection.vendor, layout, slot, alias="default"):
+                cursor.execute(statement)
+    assert len(database_ids(3)) == 3
 
 
 @SERVER

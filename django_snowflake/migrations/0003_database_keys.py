@@ -3,13 +3,13 @@
 ``InstallDatabaseFunction`` writes ``django_snowflake_id()`` for the layout of the settings
 (PostgreSQL, MariaDB; on SQLite each connection registers it). A migration that creates a
 ``SnowflakeAutoField`` column before this one runs (contrib.auth's many-to-many tables, say)
-writes the function first itself. The claim leases the slot; until it runs, the function
-refuses to issue.
+writes the function first itself, under the slot leased for this database in the
+coordination database (until that database has its WorkerNode table, the function refuses).
 """
 
 from django.db import migrations
 
-from django_snowflake.database_keys import InstallDatabaseFunction, claim_operation
+from django_snowflake.database_keys import InstallDatabaseFunction
 
 
 class Migration(migrations.Migration):
@@ -19,5 +19,4 @@ class Migration(migrations.Migration):
 
     operations = [
         InstallDatabaseFunction(),
-        claim_operation(),
     ]
