@@ -65,6 +65,10 @@ RESERVED_MS_PER_LEASE_SECOND = 750
 # retry lock conflicts.
 MAX_CLAIM_ATTEMPTS = 100
 CLAIM_SECONDS = 10
+#: MySQL's and MariaDB's error for a deadlock, and for a Galera certification conflict; how
+#: many times a renewal that meets one runs again.
+DEADLOCK = 1213
+CONFLICT_ATTEMPTS = 3
 
 
 #: Seconds since 1970 by the database server's clock. As numbers, not datetimes: SQLite's
@@ -137,7 +141,8 @@ def database_incarnation(alias: str) -> str:
     A failover to a standby or a point-in-time restore changes it, so a claim can tell that
     the ``WorkerNode`` rows it reads may have lost writes. PostgreSQL: the system identifier
     and the current timeline (``"7711368944615135348/2"``); MariaDB: the server ID, host name
-    and port; MySQL: the server ID and ``server_uuid``; SQLite, or a server that does not
+    and port, or of a Galera cluster its state UUID (``"galera:<uuid>"``), the same on every
+    node; MySQL: the server ID and ``server_uuid``; SQLite, or a server that does not
     say: ``""``.
     """
     return _incarnation(alias)[0]
@@ -166,6 +171,9 @@ def _incarnation(alias: str) -> tuple[str, bool]:
             if connection.vendor == "mysql" and connection.display_name == "MariaDB":
                 cursor.execute("SELECT @@server_id, @@hostname, @@port, @@gtid_slave_pos")
                 server_id, host, port, replicated = cursor.fetchone()
+                state = _galera_state(cursor)
+                if state:
+                    return f"galera:{state}", not replicated
                 return f"{server_id}@{host}:{port}", not replicated
             if connection.vendor == "mysql":
                 cursor.execute("SELECT @@server_id, @@server_uuid, @@gtid_executed")
@@ -177,6 +185,22 @@ def _incarnation(alias: str) -> tuple[str, bool]:
         # as on SQLite; the docs say what that leaves uncovered.
         logger.debug("The incarnation of database %r is unknown", alias, exc_info=True)
     return "", True
+
+
+def _galera_state(cursor: Any) -> str:
+    """The state UUID of the Galera cluster a MariaDB node belongs to; ``""`` if none.
+
+    Every node of a cluster has every committed write, so the state UUID names the history
+    whichever node answers: moving between nodes is no failover. A cluster bootstrapped anew
+    (every node crashed, a restore) starts another history, with another UUID.
+    """
+    cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+    wsrep = cursor.fetchone()
+    if wsrep is None or wsrep[1] != "ON":
+        return ""
+    cursor.execute("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_state_uuid'")
+    status = cursor.fetchone()
+    return "" if status is None else str(status[1])
 
 
 def asynchronous_standbys(alias: str) -> int | None:
@@ -482,28 +506,31 @@ class DatabaseAllocator(BaseAllocator):
         # carries our token nobody else has claimed the slot since: we keep it, and record
         # when we first saw the new incarnation.
         incarnation = database_incarnation(self.alias)
-        updated = (
+        update = (
             self._node()
             .objects.using(self.alias)
             .filter(pk=pk, token=token, released_at__isnull=True)
-            .update(
-                # Before `incarnation`: MySQL and MariaDB assign left to right, each column
-                # seeing those already assigned, so afterwards the row would always match
-                # and keep the old incarnation's time, and the next claim would not wait.
-                incarnation_since=Case(
-                    When(
-                        incarnation=incarnation,
-                        incarnation_since__isnull=False,
-                        then=F("incarnation_since"),
-                    ),
-                    default=Now(),
-                ),
-                incarnation=incarnation,
-                heartbeat_at=Now(),
-                lease_expires_at=self._lease_expiry(),
-                last_timestamp=Greatest(F("last_timestamp"), high_water),
-            )
+            .update
         )
+        renewal = functools.partial(
+            update,
+            # Before `incarnation`: MySQL and MariaDB assign left to right, each column
+            # seeing those already assigned, so afterwards the row would always match
+            # and keep the old incarnation's time, and the next claim would not wait.
+            incarnation_since=Case(
+                When(
+                    incarnation=incarnation,
+                    incarnation_since__isnull=False,
+                    then=F("incarnation_since"),
+                ),
+                default=Now(),
+            ),
+            incarnation=incarnation,
+            heartbeat_at=Now(),
+            lease_expires_at=self._lease_expiry(),
+            last_timestamp=Greatest(F("last_timestamp"), high_water),
+        )
+        updated = self._retry_conflicts(renewal, lease.worker_id, incarnation)
         if not updated:
             self._forget(lease)
             return None
@@ -511,6 +538,35 @@ class DatabaseAllocator(BaseAllocator):
             if self._lease is lease:
                 self._renewed_at = time.monotonic()
         return limit
+
+    def _retry_conflicts(self, write: Callable[[], int], worker_id: int, incarnation: str) -> int:
+        """The rows ``write`` (a compare-and-set on our token) updated, retried when it met a
+        concurrent write to the row; 0 when such writes keep coming.
+
+        Error 1213 is a deadlock in InnoDB, or in a Galera cluster a certification conflict:
+        another node committed a write to our row first (a takeover of a lease it saw
+        expired), and this node had not applied it yet when we read the row. Our write was
+        rolled back whole, so running it again is safe: it matches our token or nothing. In
+        Galera the retry first waits until this node has applied every write the cluster
+        committed before it (``wsrep_sync_wait``), so it sees the other write.
+        """
+        for attempt in range(CONFLICT_ATTEMPTS):
+            try:
+                return write()
+            except OperationalError as exc:
+                if exc.args[:1] != (DEADLOCK,):
+                    raise
+                logger.warning(
+                    "Worker lease renewal of slot %s met a concurrent write to its row "
+                    "(certification conflict or deadlock, attempt %s): %s",
+                    worker_id,
+                    attempt + 1,
+                    exc,
+                )
+                if incarnation.startswith("galera:"):
+                    with connections[self.alias].cursor() as cursor:
+                        cursor.execute("SET SESSION wsrep_sync_wait = 3")
+        return 0
 
     def _other_layout(self) -> str | None:
         """The fingerprint of a slot claimed under another layout, if the table holds one."""

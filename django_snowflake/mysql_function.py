@@ -1,0 +1,336 @@
+"""``django_snowflake_id()`` on MariaDB/MySQL: a logical clock made of sequences only.
+
+MariaDB prelocks, for the whole triggering statement, every table a trigger's function may
+touch, and a MyISAM, Aria or MEMORY table is locked whole: a base kept in one serialised every
+keyed INSERT of the database behind the longest statement. An InnoDB table is no way out: a
+function called from an INSERT reads its rows with locks held to commit (exclusive ones when
+the function may also write the table). So the function touches sequences only, which are read
+and drawn without a lock that anyone waits for:
+
+- **The clock** is ``m = base + counter`` in layout units (time ``m >> sequence_bits``, the
+  sequence below). ``counter`` is one sequence, drawn by every call. ``base`` is the sum of a few
+  ``NOCACHE`` sequences, ``base_0``, ``base_1``, ... whose increments are 1, ``R``, ``R**2``, ...
+  time units (``R = 2**RADIX_BITS``), read through their tables (``next_not_cached_value``, the
+  latest value, never a snapshot). ``SETVAL`` takes only literals and a function may not run
+  dynamic SQL, so the function moves ``base`` only by drawing them, digit by digit: a catch-up
+  after an idle hour is a few dozen draws, the catch-up of a busy server one.
+- **Unique, lock-free**: a call reads ``base``, draws ``counter``, reads ``base`` again and
+  uses the value only if the two reads agree (it reads ``base_0`` and caches the others,
+  which a catch-up moves only with the sequence ``version`` odd: a sequence lock). Every part of ``base`` only grows, so equal sums
+  mean no part moved across the draw: ``base`` had that value at the instant of the draw.
+  Draws are totally ordered and ``base`` never falls, so ``m`` grows strictly with the draws:
+  no two calls get the same ``m``, whatever the clock does, in any transaction. A sequence
+  draw is not transactional (no row lock held to commit, nothing a ROLLBACK undoes, no warning
+  1196) and takes no lock that a writer of another table waits for.
+- **Following the wall clock** (``SYSDATE()``, the real time even within a long statement; it
+  ignores ``SET TIMESTAMP``): a call whose ``m`` is behind it catches ``base`` up, under
+  ``GET_LOCK(name, 0)`` so that one session moves it at a time; a session that does not get
+  the lock returns its value, unique and slightly behind, rather than queue.
+- **A bound on the lead**: the sequences ``mark_0``, ``mark_1``, ... (the same digits) hold
+  the last catch-up or skip point ``P`` (raised lazily, when the clock is half a lead past it).
+  The function never returns a key whose time is more than ``lead`` units past
+  ``max(now, P)``: a burst that runs further waits (``DO SLEEP``) for the clock.
+- **Failover and restore**: the sequences ``seen_0``, ``seen_1``, ... record the incarnation
+  of the server (:data:`MYSQL_INCARNATION_SQL`) the clock last skipped for, as a count of skips
+  times ``2**32`` plus its CRC32. A session's first call compares it (then caches the answer
+  in a user variable); on a new incarnation, one session (the others wait for it on
+  ``GET_LOCK``) skips the clock to ``max(now, replayed m, replayed P) + hold + 2 * lead``
+  before its first key and records it: every key of the old server whose write was lost is
+  below (those keys were at most ``lead`` past ``max(its clock, P)``). The record is not
+  transactional either: a caller's ROLLBACK keeps it.
+
+The install statements are idempotent, and carry the clock of earlier versions (a one-row
+MyISAM table ``base`` beside the same ``counter``) over before they drop it.
+"""
+
+from __future__ import annotations
+
+from .layout import BitLayout
+
+FUNCTION = "django_snowflake_id"
+COUNTER = "django_snowflake_id_counter"
+#: The one-row table of the base in earlier versions (MyISAM), carried over and dropped.
+OLD_BASE = "django_snowflake_id_base"
+BASE = "django_snowflake_id_base_"
+MARK = "django_snowflake_id_mark_"
+#: Sequences whose sum records the incarnation the clock has skipped for: a count of skips
+#: times 2**32 plus the CRC32 of the incarnation. Only sequences: an InnoDB row read by a
+#: function called from an INSERT is read with a lock held to commit (X when the function
+#: may write it), which serialised every session's first key behind the longest statement.
+SEEN = "django_snowflake_id_seen_"
+SEEN_RADIX_BITS = 8
+SEEN_SCALES = 7
+#: Odd while a catch-up moves the high digits of ``base`` (``base_1``...), which every
+#: session caches while it stays even and unchanged.
+VERSION = "django_snowflake_id_version"
+#: Each sequence of ``base`` and ``mark`` moves by ``2**RADIX_BITS`` times the one before it.
+RADIX_BITS = 6
+#: Which server the clock runs on: the incarnation of ``allocators.database``.
+MYSQL_INCARNATION_SQL = "CONCAT(@@server_id, '@', @@hostname, ':', @@port)"
+#: The session's cached answers (user variables).
+SEEN_VARIABLE = "@django_snowflake_id_incarnation"
+MARK_VARIABLE = "@django_snowflake_id_mark"
+SETVAL_VARIABLE = "@django_snowflake_id_setval"
+HIGH_VARIABLE = "@django_snowflake_id_high"
+VERSION_VARIABLE = "@django_snowflake_id_version"
+#: The catch-up lock: a name per database (GET_LOCK names are the server's).
+LOCK_SQL = "CONCAT('django_snowflake_id:', MD5(DATABASE()))"
+
+
+def scales(layout: BitLayout) -> int:
+    """How many sequences hold ``base`` (and ``mark``): enough digits for every time."""
+    return -(-layout.time_bits // RADIX_BITS)
+
+
+def now_units_sql(layout: BitLayout) -> str:
+    """The wall clock in layout units: ``SYSDATE()``, not fixed at the statement's start."""
+    return f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms}) / {layout.time_unit_ms})"
+
+
+def _sum_sql(prefix: str, count: int, *, first: int = 0) -> str:
+    """The sum of the sequences ``prefix<first>..`` as they are now (a one-row join)."""
+    if first >= count:
+        return "0"
+    total = " + ".join(f"s{j}.next_not_cached_value" for j in range(first, count))
+    tables = ", ".join(f"{prefix}{j} s{j}" for j in range(first, count))
+    return f"(SELECT {total} FROM {tables})"
+
+
+def _raise_sql(
+    prefix: str, count: int, units: str, *, first: int = 0, radix_bits: int = RADIX_BITS
+) -> str:
+    """Statements drawing ``prefix<first>..`` digit by digit, highest first, until they moved
+    by ``units`` (a variable: what the lowest one cannot take is left in it)."""
+    radix = 1 << radix_bits
+    return " ".join(
+        f"WHILE {units} >= {radix**j} DO SET x = NEXT VALUE FOR {prefix}{j}; "
+        f"SET {units} = {units} - {radix**j}; END WHILE;"
+        for j in reversed(range(first, count))
+    )
+
+
+def _raise_base_sql(count: int, units: str) -> str:
+    """Statements moving ``base`` up by ``units`` (a variable): the high digits, if any, with
+    ``version`` odd (a catch-up in progress), then ``base_0``."""
+    return (
+        f"IF {units} >= {1 << RADIX_BITS} THEN "
+        f"SET x = NEXT VALUE FOR {VERSION}; "
+        f"IF x % 2 = 1 THEN SET x = NEXT VALUE FOR {VERSION}; END IF; "
+        f"{_raise_sql(BASE, count, units, first=1)} "
+        f"SET x = NEXT VALUE FOR {VERSION}; "
+        f"IF x % 2 = 0 THEN SET x = NEXT VALUE FOR {VERSION}; END IF; "
+        f"END IF; {_raise_sql(BASE, 1, units)}"
+    )
+
+
+def _setval_sql(prefix: str, count: int, target: str) -> list[str]:
+    """Top-level statements raising the sum of ``prefix0..`` to ``target`` (a SQL expression)
+    if it is below, through ``SETVAL`` of the first. The value goes through a user variable:
+    ``EXECUTE IMMEDIATE`` takes no subquery."""
+    total = _sum_sql(prefix, count)
+    others = _sum_sql(prefix, count, first=1)
+    first = f"(SELECT increment FROM {prefix}0)"
+    return [
+        f"SET {SETVAL_VARIABLE} = IF(({target}) > {total}, "
+        f"GREATEST(0, ({target}) - {others} - {first}), NULL)",
+        f"EXECUTE IMMEDIATE COALESCE(CONCAT('DO SETVAL({prefix}0, ', {SETVAL_VARIABLE}, ')'), "
+        "'DO 0')",
+    ]
+
+
+def mysql_floor_sql(layout: BitLayout, units: int) -> list[str]:
+    """Top-level statements making the function's next key carry a time of at least
+    ``units`` (and its lead bound count from there)."""
+    sb = layout.sequence_bits
+    j = scales(layout)
+    counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
+    return [
+        *_setval_sql(BASE, j, f"{units} * {1 << sb} - {counter}"),
+        *_setval_sql(MARK, j, str(units)),
+    ]
+
+
+def mysql_function_sql(
+    layout: BitLayout, slot: tuple[int, int] | None, *, lead_units: int, hold_units: int
+) -> list[str]:
+    """The statements creating (or replacing) ``django_snowflake_id()`` and its sequences.
+
+    ``slot`` is the database's ``(worker_id, datacenter_id)``; with ``None`` the function
+    refuses every call. ``lead_units`` bounds how far past ``max(now, P)`` a returned key may
+    be; ``hold_units`` is added to the skip at a new incarnation (the lease, in units).
+    """
+    sb = layout.sequence_bits
+    j = scales(layout)
+    now_units = now_units_sql(layout)
+    counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
+    old_base = f"COALESCE((SELECT base FROM {OLD_BASE} WHERE id = 1), 0)"
+    statements = [f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0"]
+    for prefix, unit in ((BASE, 1 << sb), (MARK, 1)):
+        statements += [
+            f"CREATE SEQUENCE IF NOT EXISTS {prefix}{i} START WITH 0 MINVALUE 0 "
+            f"INCREMENT BY {unit << (RADIX_BITS * i)} NOCACHE"
+            for i in range(j)
+        ]
+    statements += [
+        f"CREATE SEQUENCE IF NOT EXISTS {SEEN}{i} START WITH 0 MINVALUE 0 "
+        f"INCREMENT BY {1 << (SEEN_RADIX_BITS * i)} NOCACHE"
+        for i in range(SEEN_SCALES)
+    ]
+    statements += [
+        f"CREATE SEQUENCE IF NOT EXISTS {VERSION} START WITH 0 MINVALUE 0 NOCACHE",
+        # The server the function is first installed on is the clock's own.
+        *_setval_sql(
+            SEEN,
+            SEEN_SCALES,
+            f"IF({_sum_sql(SEEN, SEEN_SCALES)} = 0, {1 << 32} + CRC32({MYSQL_INCARNATION_SQL}), 0)",
+        ),
+        # So that the carry-over reads a table whether or not an earlier version left one.
+        f"CREATE TABLE IF NOT EXISTS {OLD_BASE} "
+        "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=InnoDB",
+        # The clock starts at the wall clock and above every key of an earlier version; while
+        # that one still runs (until the function is replaced) it may catch its base up to
+        # the wall clock, so the new one starts a lead ahead.
+        *_setval_sql(
+            BASE,
+            j,
+            f"GREATEST({old_base}, ({now_units} + IF({old_base} > 0, {lead_units}, 0)) * {1 << sb}"
+            f" - {counter})",
+        ),
+        *_setval_sql(MARK, j, f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb})"),
+        _function_sql(layout, slot, lead_units=lead_units, hold_units=hold_units),
+        f"DROP TABLE IF EXISTS {OLD_BASE}",
+    ]
+    return statements
+
+
+def _function_sql(
+    layout: BitLayout, slot: tuple[int, int] | None, *, lead_units: int, hold_units: int
+) -> str:
+    header = (
+        f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT\n"
+        f"NOT DETERMINISTIC MODIFIES SQL DATA\nCOMMENT 'Layout {layout.fingerprint}'\n"
+    )
+    if slot is None:
+        return header + (
+            "BEGIN\n"
+            "    DECLARE message VARCHAR(512) DEFAULT CONCAT('database ', DATABASE(),\n"
+            "        ' has no Snowflake worker slot of its own: run python manage.py migrate',\n"
+            "        ' --database=<its alias> after migrating the coordination database');\n"
+            "    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = message;\n"
+            "    RETURN NULL;\n"
+            "END"
+        )
+    worker, datacenter = slot
+    sb = layout.sequence_bits
+    unit = 1 << sb
+    j = scales(layout)
+    fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
+    base = _sum_sql(BASE, j)
+    mark = _sum_sql(MARK, j)
+    high = _sum_sql(BASE, j, first=1)
+    seen = _sum_sql(SEEN, SEEN_SCALES)
+    now_units = now_units_sql(layout)
+    half = lead_units // 2
+    lock = "lock_name"
+    return (
+        header
+        + f"""BEGIN
+    -- Layout {layout.fingerprint}, worker {worker}, datacenter {datacenter}. A key is
+    -- m = base + counter in layout units: time m DIV {unit}, sequence m & {layout.max_sequence}.
+    DECLARE b1 BIGINT; DECLARE b2 BIGINT; DECLARE v1 BIGINT; DECLARE v2 BIGINT;
+    DECLARE n BIGINT; DECLARE m BIGINT; DECLARE now_u BIGINT; DECLARE p BIGINT;
+    DECLARE k BIGINT; DECLARE x BIGINT; DECLARE h BIGINT;
+    DECLARE t BIGINT;
+    DECLARE {lock} VARCHAR(64);
+    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN
+        IF {lock} IS NOT NULL THEN DO RELEASE_LOCK({lock}); END IF;
+        RESIGNAL;
+    END;
+    IF {SEEN_VARIABLE} IS NULL OR {SEEN_VARIABLE} <> {MYSQL_INCARNATION_SQL} THEN
+        SET t = {seen};
+        IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
+            -- A new server: one session skips, the others wait for it, then see it.
+            SET {lock} = {LOCK_SQL};
+            DO GET_LOCK({lock}, 10);
+            SET t = {seen};
+            IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
+                SET n = NEXT VALUE FOR {COUNTER};
+                SET b1 = {base};
+                SET p = {mark};
+                SET m = GREATEST({now_units}, (b1 + n) DIV {unit}, p)
+                    + {hold_units} + {2 * lead_units};
+                SET k = m - p;
+                {_raise_sql(MARK, j, "k")}
+                SET k = m - (b1 + n) DIV {unit};
+                {_raise_base_sql(j, "k")}
+                SET {MARK_VARIABLE} = m;
+                SET k = (t DIV {1 << 32} + 1) * {1 << 32} + CRC32({MYSQL_INCARNATION_SQL}) - t;
+                {_raise_sql(SEEN, SEEN_SCALES, "k", radix_bits=SEEN_RADIX_BITS)}
+            END IF;
+            DO RELEASE_LOCK({lock});
+            SET {lock} = NULL;
+        END IF;
+        SET {SEEN_VARIABLE} = {MYSQL_INCARNATION_SQL};
+    END IF;
+    draw: LOOP
+        -- The row is read before the select list is evaluated: b1 and v1 precede the draw.
+        SELECT s0.next_not_cached_value, v.next_not_cached_value, NEXT VALUE FOR {COUNTER}
+            INTO b1, v1, n FROM {BASE}0 s0, {VERSION} v;
+        SELECT IF(s0.next_not_cached_value = b1 AND v.next_not_cached_value = v1, b1 + n, NULL),
+            {now_units} INTO m, now_u FROM {BASE}0 s0, {VERSION} v;
+        IF v1 <=> {VERSION_VARIABLE} THEN
+            -- The high digits are as cached: version has not moved since they were read.
+            SET m = m + {HIGH_VARIABLE};
+        ELSEIF v1 % 2 = 0 THEN
+            SET h = {high};
+            IF v1 = (SELECT next_not_cached_value FROM {VERSION}) THEN
+                SET {HIGH_VARIABLE} = h;
+                SET {VERSION_VARIABLE} = v1;
+            END IF;
+            ITERATE draw;
+        ELSE
+            -- The high digits are moving: read all of base around a draw.
+            SET b1 = {base};
+            SET n = NEXT VALUE FOR {COUNTER};
+            SET b2 = {base};
+            SET m = IF(b1 = b2, b1 + n, NULL);
+        END IF;
+        -- m is NULL when base moved across the draw; else it is above every value drawn
+        -- before (base never falls), so unique.
+        IF m DIV {unit} >= now_u THEN
+            LEAVE draw;
+        END IF;
+        IF m IS NOT NULL THEN
+            SET {lock} = {LOCK_SQL};
+            IF GET_LOCK({lock}, 0) IS NOT TRUE THEN
+                -- Another session is catching up: m is unique, slightly behind the clock.
+                LEAVE draw;
+            END IF;
+            SET k = now_u - ({base} + n) DIV {unit};
+            {_raise_base_sql(j, "k")}
+            IF {MARK_VARIABLE} IS NULL OR now_u > {MARK_VARIABLE} + {half} THEN
+                SET p = {mark};
+                IF now_u > p + {half} THEN
+                    SET k = now_u - p;
+                    {_raise_sql(MARK, j, "k")}
+                    SET p = now_u;
+                END IF;
+                SET {MARK_VARIABLE} = p;
+            END IF;
+            DO RELEASE_LOCK({lock});
+            SET {lock} = NULL;
+        END IF;
+    END LOOP draw;
+    IF m DIV {unit} > now_u + {lead_units} THEN
+        -- Ahead of the clock by more than the lead: wait, unless a skip or a catch-up made
+        -- before the clock stepped back allows it.
+        SET p = {mark};
+        WHILE m DIV {unit} > GREATEST(now_u, p) + {lead_units} DO
+            DO SLEEP((m DIV {unit} - {lead_units} - GREATEST(now_u, p))
+                * {layout.time_unit_ms} / 1000);
+            SET now_u = {now_units};
+        END WHILE;
+    END IF;
+    RETURN ((m DIV {unit}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence});
+END"""
+    )

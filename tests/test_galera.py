@@ -1,0 +1,445 @@
+"""A MariaDB Galera cluster as the coordination database (docs: "High-availability databases").
+
+A real 3-node cluster (``harness/galera.py``) started once for the module on private loopback
+ports, and real processes (``python -m tests.ha_servers``) issuing IDs through its nodes:
+a claim storm over the three nodes, a takeover across nodes that meets a certification
+conflict, ``kill -9`` of a node and its rejoin, processes behind a round-robin proxy,
+``migrate`` and the database function on every node at once, and a cluster bootstrapped anew.
+Every scenario checks 0 duplicate IDs, 0 slots held by two processes at once, and that a
+process issues within a second of starting (outside a real failover).
+
+Run under ``SNOWFLAKE_TEST_DB=mariadb`` (``-m galera`` selects them). Without galera-4 they
+skip, except under ``CI``, where they fail. ``SNOWFLAKE_GALERA_SECONDS`` sets how long each
+scenario issues (default 3 s: the short form, about two minutes with the cluster's start).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from django_snowflake.layout import BitLayout
+from harness import galera
+from harness.processes import read_ids
+
+from .ha_servers import ROOT
+
+VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+LAYOUT = BitLayout.preset("twitter")
+SECONDS = float(os.environ.get("SNOWFLAKE_GALERA_SECONDS", "3"))
+DATABASE = "galera"
+TABLE = "django_snowflake_workernode"
+MISSING = galera.missing()
+
+pytestmark = [
+    pytest.mark.galera,
+    pytest.mark.skipif(
+        VENDOR != "mariadb", reason="the Galera tests run under SNOWFLAKE_TEST_DB=mariadb"
+    ),
+    pytest.mark.skipif(
+        bool(MISSING) and not os.environ.get("CI"), reason=f"no Galera here: {MISSING} missing"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(pytestconfig: pytest.Config) -> Iterator[galera.Galera]:
+    REPORTER[:] = [pytestconfig]
+    if MISSING:
+        pytest.fail(f"The Galera tests must run in CI, but {MISSING} is missing.")
+    started = time.monotonic()
+    nodes = galera.Galera()
+    try:
+        report(f"3-node Galera cluster started in {time.monotonic() - started:.1f} s")
+        nodes.nodes[0].sql(f"CREATE DATABASE {DATABASE}")
+        migrate(nodes.nodes[0], DATABASE, "django_snowflake", "0002_incarnation")
+        yield nodes
+    finally:
+        nodes.close()
+
+
+def environment(port: int, database: str = DATABASE) -> dict[str, str]:
+    """The environment of a Django process on the node (or proxy) at ``port``."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "SNOWFLAKE_TEST_DB": "mariadb",
+        "SNOWFLAKE_TEST_DB_HOST": "127.0.0.1",
+        "SNOWFLAKE_TEST_DB_PORT": str(port),
+        "SNOWFLAKE_TEST_DB_USER": "root",
+        "SNOWFLAKE_TEST_DB_NAME": database,
+    }
+
+
+def migrate(node: galera.Node, database: str, *target: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "django", "migrate", *target, "-v0"]
+    return subprocess.run(
+        command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
+    )
+
+
+#: The configuration of the pytest run, whose terminal the measurements go to.
+REPORTER: list[pytest.Config] = []
+
+
+def report(line: str) -> None:
+    """A measurement, printed past pytest's capture (``-s`` not needed)."""
+    for config in REPORTER:
+        plugins = config.pluginmanager
+        with plugins.getplugin("capturemanager").global_and_fixture_disabled():
+            plugins.getplugin("terminalreporter").write_line(f"[galera] {line}")
+
+
+class Worker:
+    """A ``tests.ha_servers`` process issuing IDs through one port until it is finished."""
+
+    def __init__(self, tmp_path: Path, name: str, port: int, go: Path, lease: int = 60) -> None:
+        self.name = name
+        self.port = port
+        self.out = tmp_path / f"{name}.ids"
+        self.stop = tmp_path / f"{name}.stop"
+        self.log = tmp_path / f"{name}.log"
+        env = environment(port)
+        env["SNOWFLAKE_TEST_SETTINGS"] = json.dumps({"LEASE_SECONDS": lease})
+        command = [sys.executable, "-m", "tests.ha_servers", "--out", str(self.out)]
+        command += ["--stop", str(self.stop), "--start", str(go)]
+        with self.log.open("w") as log:
+            self.process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True
+            )
+        self.lines: queue.Queue[list[str]] = queue.Queue()
+        self.seen: list[list[str]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line.split(maxsplit=1 if line.startswith("stopped") else -1))
+
+    def wait(self, *prefixes: str, timeout: float = 60) -> list[str]:
+        """The words of the next line starting with one of ``prefixes``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                words = self.lines.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                raise AssertionError(
+                    f"{self.name}: no {prefixes} line in {timeout} s: {self.seen}"
+                ) from None
+            self.seen.append(words)
+            if words[0] in prefixes:
+                return words
+
+    def drain(self) -> list[list[str]]:
+        """Every line reported so far."""
+        while not self.lines.empty():
+            self.seen.append(self.lines.get())
+        return self.seen
+
+    def finish(self) -> list[int]:
+        self.stop.touch()
+        self.process.wait(timeout=60)
+        self.drain()
+        return read_ids(self.out) if self.out.exists() else []
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.kill()
+
+
+def start(
+    workers: list[Worker], tmp_path: Path, ports: dict[str, int], go: Path, lease: int = 60
+) -> list[Worker]:
+    """One process per name in ``ports``, each set up and waiting for ``go``."""
+    new = [Worker(tmp_path, name, port, go, lease) for name, port in ports.items()]
+    workers.extend(new)
+    for worker in new:
+        worker.wait("ready")
+    return new
+
+
+def go_and_time(workers: list[Worker], go: Path) -> dict[str, float]:
+    """Fire the starting gun; each process's time from it to its first ID, in seconds."""
+    fired = time.time() * 1000
+    go.touch()
+    return {worker.name: (int(worker.wait("first")[1]) - fired) / 1000 for worker in workers}
+
+
+def unit_ms(value: int) -> float:
+    return LAYOUT.decompose(value).timestamp.timestamp() * 1000
+
+
+def check(ids: dict[str, list[int]]) -> tuple[int, int, int]:
+    """IDs, duplicates and slot overlaps (a slot whose IDs from two processes interleave in
+    time) among the processes' ``ids``."""
+    everything = [value for values in ids.values() for value in values]
+    spans: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for values in ids.values():
+        by_slot: dict[int, list[float]] = defaultdict(list)
+        for value in values:
+            by_slot[LAYOUT.decompose(value).worker_id].append(unit_ms(value))
+        for slot, times in by_slot.items():
+            spans[slot].append((min(times), max(times)))
+    overlaps = 0
+    for intervals in spans.values():
+        intervals.sort()
+        overlaps += sum(b[0] <= a[1] for a, b in itertools.pairwise(intervals))
+    return len(everything), len(everything) - len(set(everything)), overlaps
+
+
+def summary(scenario: str, ids: dict[str, list[int]], firsts: dict[str, float]) -> None:
+    checked, duplicates, overlaps = check(ids)
+    per_node: dict[str, list[float]] = defaultdict(list)
+    for name, seconds in firsts.items():
+        per_node[name.split("-")[0]].append(seconds)
+    times = ", ".join(
+        f"{node} max {max(values):.3f} s" for node, values in sorted(per_node.items())
+    )
+    report(
+        f"{scenario}: {checked:,} IDs, {duplicates} duplicates, {overlaps} overlaps; "
+        f"first ID after start: {times}"
+    )
+    assert (duplicates, overlaps) == (0, 0)
+    assert checked > 0
+
+
+def test_every_node_reports_the_cluster_as_one_incarnation(cluster: galera.Galera) -> None:
+    """Before: ``server_id@host:port``, so each node was another incarnation."""
+    code = "from django_snowflake.allocators.database import _incarnation as i; print(i('default'))"
+    seen = set()
+    for node in cluster.nodes:
+        done = subprocess.run(
+            [sys.executable, "-c", f"import django; django.setup(); {code}"],
+            cwd=ROOT, env=environment(node.port), capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        seen.add(done.stdout.strip())
+    state = cluster.nodes[0].status("wsrep_cluster_state_uuid")
+    assert seen == {f"('galera:{state}', True)"}
+
+
+def test_a_claim_storm_over_the_three_nodes(
+    cluster: galera.Galera, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Processes through every node claim at once with the default lease. Before: the first
+    node to write held the table's incarnation, and a claim through another node waited as
+    after a failover (75 s)."""
+    go = tmp_path / "go"
+    per_node = int(os.environ.get("SNOWFLAKE_GALERA_PROCESSES", "3"))
+    ports = {f"node{node.number}-{n}": node.port for node in cluster.nodes for n in range(per_node)}
+    storm = start(workers, tmp_path, ports, go)
+    firsts = go_and_time(storm, go)
+    time.sleep(SECONDS)
+    ids = {worker.name: worker.finish() for worker in storm}
+    summary(f"claim storm, {len(storm)} processes", ids, firsts)
+    assert max(firsts.values()) < 1, firsts
+    assert not [w.name for w in storm if any(line[0] == "stopped" for line in w.seen)]
+
+
+def test_processes_behind_a_round_robin_proxy(
+    cluster: galera.Galera, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Each claim and renewal (every second: a 3 s lease) opens a connection, which the proxy
+    gives to the next node; a second wave of processes starts after the first has renewed
+    through every node. Before: each node was an incarnation of its own, so the second wave
+    met rows of other incarnations and waited as after a failover."""
+    proxy = cluster.proxy()
+    go, again = tmp_path / "go", tmp_path / "again"
+    first = start(workers, tmp_path, {f"proxy-{n}": proxy.port for n in range(3)}, go, lease=3)
+    firsts = go_and_time(first, go)
+    time.sleep(2.5)  # two renewals each, spread over the nodes
+    second = start(
+        workers, tmp_path, {f"proxy-{n}": proxy.port for n in range(3, 6)}, again, lease=3
+    )
+    firsts |= go_and_time(second, again)
+    time.sleep(max(SECONDS, 3))
+    ids = {worker.name: worker.finish() for worker in first + second}
+    summary("round-robin proxy, 2 waves of 3 processes, 3 s lease", ids, firsts)
+    assert max(firsts.values()) < 1, firsts
+    assert not [w.seen for w in first + second if any(line[0] == "stopped" for line in w.seen)]
+
+
+def test_a_takeover_across_nodes_meets_a_certification_conflict(
+    cluster: galera.Galera, workers: list[Worker], tmp_path: Path
+) -> None:
+    """A holder through node 1 is paused past its lease; a process through node 2 takes its
+    slot over while node 1 is still applying a large write committed before it, so the
+    holder's renewal on node 1 reads its row as it was and fails certification (1213).
+    Before: the holder stopped with "database error"; now the renewal runs again once node
+    1 has caught up, finds the slot taken over, and the holder claims another at once."""
+    n1, n2, _ = cluster.nodes
+    go = tmp_path / "go"
+    # The server runs a conflicting autocommit statement once more itself by default, and
+    # that retry reads the row afresh; the conflict reaches the client when it conflicts
+    # again, or with no retry:
+    n1.sql("SET GLOBAL wsrep_retry_autocommit = 0")
+    (holder,) = start(workers, tmp_path, {"node1-holder": n1.port}, go, lease=3)
+    go.touch()
+    slot = int(holder.wait("first")[2])
+    time.sleep(1)
+    os.kill(holder.process.pid, signal.SIGSTOP)
+    try:
+        go_c = tmp_path / "go_c"
+        (taker,) = start(workers, tmp_path, {"node2-taker": n2.port}, go_c, lease=3)
+        n2.sql(
+            "CREATE TABLE IF NOT EXISTS lag (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; "
+            "INSERT IGNORE INTO lag SELECT seq, 0 FROM seq_1_to_300000",
+            DATABASE,
+        )
+        caught_up(n1)
+        time.sleep(3 + 0.5)  # the holder's lease has expired
+        n2.sql("UPDATE lag SET v = v + 1", DATABASE)  # node 1 applies it in seconds
+        firsts = go_and_time([taker], go_c)
+    finally:
+        os.kill(holder.process.pid, signal.SIGCONT)
+    behind = caught_up(n1)
+    n1.sql("SET GLOBAL wsrep_retry_autocommit = DEFAULT")
+    time.sleep(SECONDS)
+    ids = {worker.name: worker.finish() for worker in (holder, taker)}
+    summary(f"takeover across nodes (node 1 {behind:.2f} s behind)", ids, firsts)
+    slots = [{LAYOUT.decompose(value).worker_id for value in ids[name]} for name in ids]
+    assert len(slots[0]) == 2 and slots[1] == {slot}, "the taker took the holder's slot"
+    assert not [line for line in holder.seen if line[0] == "stopped"], holder.seen
+    assert "concurrent write" in holder.log.read_text(), "no certification conflict met"
+
+
+def caught_up(node: galera.Node) -> float:
+    """Seconds until ``node`` has applied every write the cluster committed."""
+    started = time.monotonic()
+    node.sql("SET SESSION wsrep_sync_wait = 1; SELECT 1", timeout=120)
+    return time.monotonic() - started
+
+
+def test_kill_9_of_a_node_and_its_rejoin(
+    cluster: galera.Galera, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Processes through each node and through a proxy; node 3 is killed (kill -9) and
+    restarted. Those through node 3 stop by their lease end and resume once it has rejoined;
+    those through the others and the proxy go on."""
+    n3 = cluster.nodes[2]
+    proxy = cluster.proxy()
+    go = tmp_path / "go"
+    ports = {f"node{node.number}": node.port for node in cluster.nodes}
+    ports |= {f"proxy-{n}": proxy.port for n in range(2)}
+    running = start(workers, tmp_path, ports, go, lease=3)
+    firsts = go_and_time(running, go)
+    time.sleep(1)
+    n3.kill()
+    killed = time.monotonic()
+    on_n3 = next(worker for worker in running if worker.name == "node3")
+    on_n3.wait("stopped", timeout=15)
+    time.sleep(1)
+    restarted = time.monotonic()
+    n3.start()
+    rejoined = time.monotonic() - restarted
+    on_n3.wait("resumed", timeout=30)
+    resumed = time.monotonic() - killed
+    log = n3.log.read_text(errors="replace")
+    transfer = "IST" if "IST received" in log else "SST"
+    time.sleep(SECONDS)
+    ids = {worker.name: worker.finish() for worker in running}
+    summary(
+        f"kill -9 of node 3: rejoined by {transfer} in {rejoined:.1f} s, its process "
+        f"resumed {resumed:.1f} s after the kill",
+        ids,
+        firsts,
+    )
+    others = [w for w in running if w is not on_n3]
+    assert not [w.seen for w in others if any(line[0] == "stopped" for line in w.seen)]
+    assert max(firsts.values()) < 1, firsts
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 22: migration 0003's sequence is refused by Galera (CACHE), and the "
+    "function's MyISAM base is not replicated (the lead is rewriting the function)",
+)
+def test_migrate_and_the_database_function_on_every_node(cluster: galera.Galera) -> None:
+    """``migrate`` on the cluster, then the database function drawn on the three nodes at
+    once: no error, no duplicate."""
+    database = "galera_keys"
+    cluster.nodes[0].sql(f"CREATE DATABASE {database}")
+    done = migrate(cluster.nodes[0], database)
+    assert done.returncode == 0, done.stderr[-2000:]
+    per_node = 2000
+    drawn: dict[int, list[int]] = {}
+    errors: list[str] = []
+
+    def draw(node: galera.Node) -> None:
+        statement = "SELECT django_snowflake_id();" * per_node
+        try:
+            out = node.sql(statement, database, timeout=60)
+        except subprocess.SubprocessError as exc:
+            errors.append(f"node {node.number}: {exc}")
+            return
+        drawn[node.number] = [int(line) for line in out.split()]
+
+    threads = [threading.Thread(target=draw, args=(node,)) for node in cluster.nodes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    keys = [value for values in drawn.values() for value in values]
+    report(f"database function on 3 nodes: {len(keys):,} keys, "
+           f"{len(keys) - len(set(keys))} duplicates")  # fmt: skip
+    assert len(keys) == 3 * per_node
+    assert len(set(keys)) == len(keys)
+
+
+def test_a_cluster_bootstrapped_anew_is_a_failover(
+    cluster: galera.Galera, workers: list[Worker], tmp_path: Path
+) -> None:
+    """Every node crashes and the cluster is bootstrapped again from node 1, which recovers
+    no position: Galera starts a new history (another state UUID), and a claim waits a lease
+    as after any failover. (The last test: it replaces the module's cluster.)"""
+    before = cluster.nodes[0].status("wsrep_cluster_state_uuid")
+    go = tmp_path / "go"
+    (holder,) = start(workers, tmp_path, {"node1-before": cluster.nodes[0].port}, go, lease=3)
+    go.touch()
+    holder.wait("first")
+    time.sleep(0.5)
+    for node in cluster.nodes:
+        node.kill()
+    holder.kill()
+    first = cluster.nodes[0]
+    grastate = first.data / "grastate.dat"
+    grastate.write_text(
+        grastate.read_text().replace("safe_to_bootstrap: 0", "safe_to_bootstrap: 1")
+    )
+    first.start(bootstrap=True)
+    bootstrapped = time.time() * 1000
+    after = first.status("wsrep_cluster_state_uuid")
+    assert after != before
+    go_after = tmp_path / "go_after"
+    (newcomer,) = start(workers, tmp_path, {"node1-after": first.port}, go_after, lease=3)
+    go_after.touch()
+    line = newcomer.wait("stopped")
+    assert "failed over or was restored" in line[1], line
+    resumed = int(newcomer.wait("resumed", timeout=20)[1])
+    waited = (resumed - bootstrapped) / 1000
+    ids = {"before": read_ids(holder.out), "after": newcomer.finish()}
+    summary(f"bootstrapped anew (state UUID {before[:8]} -> {after[:8]}): the claim "
+            f"waited {waited:.1f} s", ids, {})  # fmt: skip
+    assert max(map(unit_ms, ids["before"])) < min(map(unit_ms, ids["after"]))
+    assert 3 <= waited < 3 * 1.25 + 3

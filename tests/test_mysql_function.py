@@ -1,0 +1,470 @@
+"""MariaDB's ``django_snowflake_id()`` (django_snowflake/mysql_function.py) on real servers.
+
+Raw connections to databases of their own, the SQL installed directly: unique under 32
+connections, no lock that a writer of another table waits for, a clock that steps back
+(libfaketime on a private server), rollbacks, the lead bound, a new incarnation, earlier
+versions' objects, and failovers of a primary and a lagging replica. Skipped unless
+``SNOWFLAKE_TEST_DB=mariadb``. ``python -m tests.test_mysql_function`` measures raw INSERTs
+against ``AUTO_INCREMENT`` at 1, 8 and 32 connections.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from django_snowflake.database_keys import create_trigger_sql
+from django_snowflake.layout import BitLayout
+from django_snowflake.mysql_function import (
+    COUNTER,
+    OLD_BASE,
+    SEEN,
+    mysql_floor_sql,
+    mysql_function_sql,
+)
+from harness.private_server import PrivateServer
+from tests.ha_servers import Pair
+
+VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+pytestmark = pytest.mark.skipif(VENDOR != "mariadb", reason="MariaDB's function")
+
+TWITTER = BitLayout.preset("twitter")
+BAIDU = BitLayout.preset("baidu")
+# Two keys per millisecond: a burst outruns it at once.
+TINY = BitLayout(time_bits=41, worker_bits=10, sequence_bits=1)
+SLOT = (5, 0)
+LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
+_names = itertools.count()
+
+
+def lead_of(layout: BitLayout) -> int:
+    return max(1, 1000 // layout.time_unit_ms)
+
+
+def hold_of(layout: BitLayout) -> int:
+    return 60_000 // layout.time_unit_ms
+
+
+def now_units(layout: BitLayout) -> int:
+    return layout.to_units(time.time_ns() // 1_000_000)
+
+
+class Database:
+    """A database of its own on a MariaDB server, with the function installed."""
+
+    def __init__(self, port: int = 3306, host: str = "127.0.0.1", name: str = "") -> None:
+        """A new database; or ``name``, which exists on that server."""
+        self.host, self.port = host, port
+        self.name = name or f"test_sf_function_{os.getpid()}_{next(_names)}"
+        if not name:
+            self.connect(None).cursor().execute(f"CREATE DATABASE {self.name}")
+
+    def connect(self, name: str | None = "", **options: Any) -> Any:
+        import MySQLdb
+
+        database = {"database": self.name if name == "" else name} if name is not None else {}
+        return MySQLdb.connect(
+            host=self.host, port=self.port, user="root", autocommit=True, **database, **options
+        )
+
+    def run(self, *statements: str) -> None:
+        with contextlib.closing(self.connect()) as connection:
+            for statement in statements:
+                connection.cursor().execute(statement)
+
+    def install(self, layout: BitLayout, slot: tuple[int, int] | None = SLOT) -> None:
+        self.run(
+            *mysql_function_sql(
+                layout, slot, lead_units=lead_of(layout), hold_units=hold_of(layout)
+            )
+        )
+
+    def keyed_table(self, table: str) -> None:
+        editor = cast(Any, SimpleNamespace(quote_name=lambda name: f"`{name}`"))
+        self.run(
+            f"CREATE TABLE {table} (id BIGINT NOT NULL DEFAULT 0 PRIMARY KEY, v INT) ENGINE=InnoDB",
+            create_trigger_sql(editor, table, "id"),
+        )
+
+    def drop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.run(f"DROP DATABASE IF EXISTS {self.name}")
+
+
+def draw(cursor: Any, count: int = 1) -> list[int]:
+    """``count`` keys in one statement."""
+    cursor.execute(f"SELECT django_snowflake_id() FROM seq_1_to_{count}")
+    return [row[0] for row in cursor.fetchall()]
+
+
+@pytest.fixture
+def database() -> Iterator[Database]:
+    db = Database()
+    try:
+        yield db
+    finally:
+        db.drop()
+
+
+def in_threads(count: int, work: Callable[[int], None]) -> None:
+    """``work(0)`` .. ``work(count - 1)`` at once, each in a thread; raises what one raised."""
+    with ThreadPoolExecutor(count) as pool:
+        list(pool.map(work, range(count)))
+
+
+@pytest.mark.parametrize("layout", [TWITTER, BAIDU], ids=["twitter", "baidu"])
+def test_32_connections_draw_unique_increasing_keys_of_the_slot(
+    database: Database, layout: BitLayout
+) -> None:
+    database.install(layout)
+    database.keyed_table("keyed")
+    per_connection: list[list[int]] = [[] for _ in range(32)]
+
+    def work(index: int) -> None:
+        with contextlib.closing(database.connect()) as connection:
+            cursor = connection.cursor()
+            for _ in range(60):
+                per_connection[index] += draw(cursor)
+                cursor.execute("INSERT INTO keyed (v) VALUES (1), (2)")
+
+    start = now_units(layout)
+    in_threads(32, work)
+    with contextlib.closing(database.connect()) as connection:
+        cursor = connection.cursor()
+        cursor.execute("SELECT id FROM keyed")
+        inserted = [row[0] for row in cursor.fetchall()]
+    drawn = [key for keys in per_connection for key in keys]
+    assert len(inserted) == 32 * 60 * 2
+    assert len(set(drawn + inserted)) == len(drawn) + len(inserted)
+    for keys in per_connection:
+        assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    parts = [layout.decompose(key) for key in drawn + inserted]
+    assert {(p.worker_id, p.datacenter_id) for p in parts} == {SLOT}
+    times = [layout.to_units(int(p.timestamp.timestamp() * 1000)) for p in parts]
+    assert start - 1 <= min(times) and max(times) <= now_units(layout) + lead_of(layout)
+
+
+def test_an_insert_does_not_wait_for_another_tables_long_insert(database: Database) -> None:
+    """A 200,000-row INSERT ... SELECT into keyed table A, then a one-row INSERT into keyed
+    table B, against the same with AUTO_INCREMENT tables (the function's MyISAM base made B
+    wait for all of A: 5.0 s)."""
+    database.install(TWITTER)
+    for table in ("a", "b"):
+        database.keyed_table(table)
+    database.run(
+        "CREATE TABLE auto_a (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB",
+        "CREATE TABLE auto_b (id BIGINT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB",
+    )
+    waits = {}
+    for long, short in (("auto_a", "auto_b"), ("a", "b")):
+        loader = database.connect()
+        loader_id = loader.thread_id()
+        running = threading.Thread(
+            target=_killed,
+            args=(loader, f"INSERT INTO {long} (v) SELECT seq FROM seq_1_to_200000"),
+        )
+        running.start()
+        with contextlib.closing(database.connect()) as connection:
+            cursor = connection.cursor()
+            deadline = time.monotonic() + 30
+            while not _running(cursor, long):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            time.sleep(0.3)
+            started = time.monotonic()
+            cursor.execute(f"INSERT INTO {short} (v) VALUES (1)")
+            waits[short] = time.monotonic() - started
+            assert _running(cursor, long), "the long INSERT ended before the short one ran"
+            cursor.execute(f"KILL QUERY {loader_id}")
+        running.join()
+        loader.close()
+    assert waits["b"] < 1.0, waits
+
+
+def _killed(connection: Any, statement: str) -> None:
+    """Run ``statement``, which is to be killed."""
+    import MySQLdb
+
+    with contextlib.suppress(MySQLdb.OperationalError):
+        connection.cursor().execute(statement)
+
+
+def _running(cursor: Any, table: str) -> bool:
+    cursor.execute(
+        "SELECT COUNT(*) FROM information_schema.processlist "
+        f"WHERE info LIKE 'INSERT INTO {table} (v) SELECT%'"
+    )
+    return bool(cursor.fetchone()[0])
+
+
+def test_a_row_lock_wait_and_a_key_make_no_undetected_cycle(database: Database) -> None:
+    """Session 1 holds a row; session 2's keyed INSERT ... SELECT waits for it; session 1 then
+    inserts into another keyed table: it used to wait for session 2's statement-long table
+    lock, a cycle InnoDB did not see (50 s)."""
+    database.install(TWITTER)
+    for table in ("a", "b"):
+        database.keyed_table(table)
+    database.run("CREATE TABLE plain (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+    database.run("INSERT INTO plain VALUES (1, 1)")
+    first, second = database.connect(), database.connect()
+    first.cursor().execute("BEGIN")
+    first.cursor().execute("UPDATE plain SET v = 2 WHERE id = 1")
+    second.cursor().execute("SET SESSION innodb_lock_wait_timeout = 20")
+    waiting = threading.Thread(
+        target=second.cursor().execute,
+        args=("INSERT INTO b (v) SELECT v FROM plain WHERE id = 1 FOR UPDATE",),
+    )
+    waiting.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    first.cursor().execute("INSERT INTO a (v) VALUES (1)")
+    took = time.monotonic() - started
+    first.cursor().execute("COMMIT")
+    waiting.join()
+    first.close()
+    second.close()
+    assert took < 1.0
+
+
+def test_a_rollback_gives_no_warning_and_never_lowers_the_clock(database: Database) -> None:
+    database.install(TWITTER)
+    database.keyed_table("keyed")
+    with contextlib.closing(database.connect()) as connection:
+        cursor = connection.cursor()
+        cursor.execute("BEGIN")
+        cursor.execute("INSERT INTO keyed (v) SELECT seq FROM seq_1_to_5000")
+        cursor.execute("SAVEPOINT inner_one")
+        rolled_back = draw(cursor, 100)
+        cursor.execute("ROLLBACK TO SAVEPOINT inner_one")
+        cursor.execute("ROLLBACK")
+        cursor.execute("SHOW WARNINGS")
+        assert cursor.fetchall() == ()
+        after = draw(cursor, 10)
+    assert min(after) > max(rolled_back)
+
+
+def test_without_a_slot_every_call_is_refused(database: Database) -> None:
+    import MySQLdb
+
+    database.install(TWITTER, slot=None)
+    with (
+        contextlib.closing(database.connect()) as connection,
+        pytest.raises(MySQLdb.OperationalError) as raised,
+    ):
+        draw(connection.cursor())
+    code, message = raised.value.args
+    assert code == 1644  # SIGNAL SQLSTATE '45000'
+    assert message.startswith(f"database {database.name} has no Snowflake worker slot of its own")
+    assert "python manage.py migrate --database=" in message
+
+
+def test_install_is_idempotent_and_carries_an_earlier_versions_clock_over(
+    database: Database,
+) -> None:
+    """An earlier version's MyISAM base and counter, with a clock a minute ahead (as after
+    the server's clock stepped back)."""
+    ahead = (now_units(TWITTER) + 60_000) << TWITTER.sequence_bits
+    database.run(
+        f"CREATE SEQUENCE {COUNTER} START WITH 0 MINVALUE 0",
+        f"SELECT NEXT VALUE FOR {COUNTER} FROM seq_1_to_10",
+        f"CREATE TABLE {OLD_BASE} (id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) "
+        "ENGINE=MyISAM",
+        f"INSERT INTO {OLD_BASE} VALUES (1, {ahead})",
+    )
+    database.install(TWITTER)
+    database.install(TWITTER)
+    with contextlib.closing(database.connect()) as connection:
+        cursor = connection.cursor()
+        keys = draw(cursor, 1000)
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.tables "
+            f"WHERE table_schema = DATABASE() AND table_name = '{OLD_BASE}'"
+        )
+        assert cursor.fetchone()[0] == 0
+    assert min(keys) >> TWITTER.time_shift >= ahead >> TWITTER.sequence_bits
+    assert keys == sorted(set(keys))
+
+
+@pytest.mark.parametrize(
+    ("layout", "units"),
+    [(BAIDU, 4), (TINY, 2500)],
+    ids=["baidu", "2-keys-per-ms"],
+)
+def test_a_burst_waits_rather_than_run_more_than_the_lead_ahead(
+    database: Database, layout: BitLayout, units: int
+) -> None:
+    """Keys past what the layout's sequence gives per unit take the next units, at most a
+    lead ahead of the clock: the rest wait for it."""
+    database.install(layout)
+    lead = lead_of(layout)
+    keys: list[int] = []
+    with contextlib.closing(database.connect()) as connection:
+        cursor = connection.cursor()
+        start = _server_units(cursor, layout)
+        while len(keys) < units * (layout.max_sequence + 1):
+            batch = draw(cursor, 200)
+            assert max(batch) >> layout.time_shift <= _server_units(cursor, layout) + lead
+            keys += batch
+        end = _server_units(cursor, layout)
+    assert keys == sorted(set(keys))
+    assert end - start >= units - 1 - lead
+
+
+def _server_units(cursor: Any, layout: BitLayout) -> int:
+    cursor.execute("SELECT FLOOR(UNIX_TIMESTAMP(SYSDATE(3)) * 1000)")
+    return layout.to_units(int(cursor.fetchone()[0]))
+
+
+def test_a_new_incarnation_skips_once_past_what_the_old_server_may_have_issued(
+    database: Database,
+) -> None:
+    database.install(TWITTER)
+    lead, hold = lead_of(TWITTER), hold_of(TWITTER)
+    with contextlib.closing(database.connect()) as connection:
+        before = draw(connection.cursor(), 10)
+    # The record now names another server, as on a promoted replica.
+    database.run(f"DO NEXT VALUE FOR {SEEN}0")
+    skipped: list[list[int]] = [[] for _ in range(8)]
+
+    def work(index: int) -> None:
+        with contextlib.closing(database.connect()) as connection:
+            cursor = connection.cursor()
+            cursor.execute("BEGIN")
+            skipped[index] = draw(cursor, 5)
+            cursor.execute("ROLLBACK")  # the skip stays: sequences are not transactional
+
+    in_threads(8, work)
+    with contextlib.closing(database.connect()) as connection:
+        later = draw(connection.cursor(), 5)
+    units = sorted(key >> TWITTER.time_shift for keys in skipped for key in keys)
+    assert units[0] >= (before[-1] >> TWITTER.time_shift) + hold + 2 * lead
+    # One skip for the 8 first sessions, none for the next one.
+    assert units[-1] < units[0] + hold and later[0] >> TWITTER.time_shift < units[0] + hold
+    assert later[0] > max(key for keys in skipped for key in keys)
+
+
+def _step_clock(path: Path, offset_s: int) -> None:
+    path.write_text(f"{offset_s:+d}\n")
+
+
+@pytest.mark.slow
+def test_the_server_clock_stepping_back_never_sends_keys_back() -> None:
+    """A private server under libfaketime: its clock steps back a minute."""
+    if not LIBFAKETIME.exists():
+        pytest.skip("libfaketime is not installed")
+    clock = Path(os.environ.get("TMPDIR", "/tmp")) / f"faketime-{os.getpid()}"
+    _step_clock(clock, 0)
+    server = PrivateServer("mariadb")
+    env = {
+        "LD_PRELOAD": str(LIBFAKETIME),
+        "FAKETIME_TIMESTAMP_FILE": str(clock),
+        "FAKETIME_NO_CACHE": "1",
+        "FAKETIME_DONT_RESET": "1",
+    }
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        server.start()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key)
+            else:
+                os.environ[key] = value
+    try:
+        database = Database(server.port)
+        database.install(TWITTER)
+        with contextlib.closing(database.connect()) as connection:
+            cursor = connection.cursor()
+            before = draw(cursor, 500)
+            _step_clock(clock, -60)
+            cursor.execute("SELECT UNIX_TIMESTAMP(SYSDATE(3)) * 1000")
+            stepped = int(cursor.fetchone()[0])
+            assert stepped < time.time() * 1000 - 50_000, "libfaketime did not step the clock"
+            started = time.monotonic()
+            after = draw(cursor, 5000)
+            assert time.monotonic() - started < 5, "keys waited for the clock"
+            _step_clock(clock, 0)
+            again = draw(cursor, 500)
+        keys = before + after + again
+        assert keys == sorted(set(keys))
+        assert after[0] >> TWITTER.time_shift >= before[-1] >> TWITTER.time_shift
+    finally:
+        server.close()
+        clock.unlink()
+
+
+def _load(database: Database, batch: int, stop: threading.Event) -> list[int]:
+    """Draw ``batch`` keys at a time on 8 connections until ``stop`` or the server goes."""
+    import MySQLdb
+
+    returned: list[list[int]] = [[] for _ in range(8)]
+
+    def work(index: int) -> None:
+        with contextlib.closing(database.connect()) as connection:
+            cursor = connection.cursor()
+            while not stop.is_set():
+                try:
+                    returned[index] += draw(cursor, batch)
+                except MySQLdb.OperationalError:
+                    return
+
+    in_threads(8, work)
+    return [key for keys in returned for key in keys]
+
+
+@pytest.mark.failover
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("layout", "ahead_s", "batch"),
+    [(TWITTER, 0, 20), (TWITTER, 60, 20), (BAIDU, 0, 200)],
+    ids=["same-clocks", "primary-clock-stepped-back-60s", "baidu-burst"],
+)
+def test_a_promoted_replica_never_returns_a_key_the_crashed_primary_returned(
+    layout: BitLayout, ahead_s: int, batch: int
+) -> None:
+    """Load on the primary; the replica stops receiving; the primary goes on, then is killed
+    (-9); the replica is promoted and issues. A clock stepped back leaves the logical clock
+    ahead of it: made here by raising the primary's clock a minute past its wall clock."""
+    pair = Pair("mariadb")
+    try:
+        primary = Database(pair.primary.port)
+        primary.install(layout)
+        if ahead_s:
+            unit = layout.time_unit_ms
+            primary.run(*mysql_floor_sql(layout, now_units(layout) + ahead_s * 1000 // unit))
+        pair.catch_up()
+        stop = threading.Event()
+        returned: list[int] = []
+        loading = threading.Thread(target=lambda: returned.extend(_load(primary, batch, stop)))
+        loading.start()
+        time.sleep(1.5)
+        pair.detach()
+        time.sleep(1.5)
+        pair.primary.kill()
+        stop.set()
+        loading.join()
+        pair.promote()
+        promoted = Database(pair.standby.port, name=primary.name)
+        stop = threading.Event()
+        issued: list[int] = []
+        loading = threading.Thread(target=lambda: issued.extend(_load(promoted, batch, stop)))
+        loading.start()
+        time.sleep(2)
+        stop.set()
+        loading.join()
+    finally:
+        pair.close()
+    assert len(returned) > 1000 and len(issued) > 1000, (len(returned), len(issued))
+    assert len(set(issued)) == len(issued)
+    assert not set(returned) & set(issued)
