@@ -56,6 +56,14 @@ def _first_line(command: Iterable[str]) -> str:
     return out.stdout.strip().splitlines()[0] if out.stdout.strip() else ""
 
 
+def _lines(command: list[str]) -> list[str]:
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return out.stdout.splitlines()
+
+
 def machine() -> dict[str, Any]:
     """What the numbers were measured on."""
     import django
@@ -97,5 +105,10 @@ def machine() -> dict[str, Any]:
         "os": platform.platform(),
         "versions": versions,
         "commit": _first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]),
+        # Files of the package that differ from that commit in the tree measured (a shared
+        # working tree may hold someone's work in progress): none, when the commit is the code.
+        "uncommitted_package_files": _lines(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", "django_snowflake"]
+        ),
         "load_average_at_start": os.getloadavg(),
     }

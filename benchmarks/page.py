@@ -8,13 +8,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from . import bulk_load, report
+from . import bulk_load, concurrency, report
 from .report import DB_NAMES, DOCS, KEYS, NAMES, Target, _mb, _rate, chart, spread, table
 
 
 def targets(results: dict[str, Any]) -> list[Target]:
     """(what, measured, target, met) for every target the results cover."""
-    return report.targets(results) + bulk_load.targets(results)
+    return report.targets(results) + bulk_load.targets(results) + concurrency.targets(results)
 
 
 def target_lines(results: dict[str, Any]) -> list[str]:
@@ -227,12 +227,33 @@ def build(results: dict[str, Any]) -> str:
         ("inserts", "Inserts", INSERTS_TEXT, _inserts),
         ("claims", "Worker claims", CLAIMS_TEXT, _claims),
         ("bulk_load", "bulk_load", bulk_load.TEXT, bulk_load.render),
+        # Its text is its render's: the run's sizes and the goal.
+        ("concurrency", CONCURRENCY, "", concurrency.render),
     )
     for key, title, text, render in sections:
         if key in results:
             parts += [f"\n{title}\n{'~' * len(title)}\n\n", text.format(**sizes), render(results)]
     parts += ["\n", _optimisations()]
     return "".join(parts)
+
+
+CONCURRENCY = "Concurrent inserts"
+#: The heading of the part of the page after the sections.
+AFTER_SECTIONS = "\nWhat was optimised\n~~~~~~~~~~~~~~~~~~\n"
+#: Titles of the sections that a run of their own rewrites in the page (``splice``).
+SPLICED_TITLES = {"concurrency": CONCURRENCY}
+
+
+def splice(results: dict[str, Any], section: str, page: Path = DOCS / "performance.rst") -> None:
+    """Rewrite one section of ``docs/performance.rst`` from ``results`` (a run of that section
+    alone), as a full run's ``build()`` writes it, leaving the rest of the page as it is."""
+    title = SPLICED_TITLES[section]
+    text = page.read_text()
+    heading = f"\n{title}\n{'~' * len(title)}\n"
+    end = text.index(AFTER_SECTIONS)
+    start = text.index(heading) if heading in text else end
+    body = {"concurrency": concurrency.render}[section](results)
+    page.write_text(text[:start] + heading + "\n" + body + text[end:])
 
 
 def _ratio(section: dict[str, Any] | None, name: str) -> dict[str, Any] | None:

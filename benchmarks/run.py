@@ -1,11 +1,15 @@
 """The benchmark runner: ``python -m benchmarks [--quick] [--only SECTION ...]``.
 
 Measures, in one run and on this machine, django_snowflake against its baselines:
-generation, model construction, inserts (SQLite, PostgreSQL, MariaDB) and worker claims.
-Writes ``benchmarks/results/<date>[-quick].json`` and ``latest[-quick].json``; a full run
-(no ``--quick``, every section and database) also rewrites ``docs/performance.rst`` and
-``docs/_static/performance.png`` from its results (``--report FILE`` re-renders them from
-a results file alone).
+generation, model construction, inserts (SQLite, PostgreSQL, MariaDB), worker claims,
+bulk_load and concurrent inserts.
+Writes ``benchmarks/results/<date>[-quick].json`` and ``latest[-quick].json`` (a run of some
+sections only: ``<date>-<sections>[-quick].json`` and ``latest-<sections>[-quick].json``, so
+that it does not replace the full run's); a full run (no ``--quick``, every section and
+database) also rewrites ``docs/performance.rst`` and ``docs/_static/performance.png`` from its
+results (``--report FILE`` re-renders them from a results file alone). A run of the
+``concurrency`` section alone rewrites that section of the page (``--report FILE --only
+concurrency`` from a results file).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ from typing import Any
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchmarks.settings")
 
 RESULTS = Path(__file__).resolve().parent / "results"
-SECTIONS = ("generation", "construction", "inserts", "claims", "bulk_load")
+SECTIONS = ("generation", "construction", "inserts", "claims", "bulk_load", "concurrency")
+#: The sections whose part of the page a run of their own rewrites.
+SPLICED = ("concurrency",)
 DATABASES = ("sqlite", "postgresql", "mariadb")
 
 # Sizes of a full run, and of a --quick one (rows scaled down 20-100x, herds to a quarter).
@@ -41,6 +47,11 @@ FULL: dict[str, Any] = {
     "bulk_load_rows": 1_000_000,
     "bulk_load_runs": 3,
     "bulk_load_memory_rows": 10_000_000,
+    "concurrency_rounds": 3,
+    "concurrency_turns": 4,
+    "concurrency_turn_seconds": 3,
+    "concurrency_probe_rows": 200_000,
+    "concurrency_probe_runs": 3,
 }
 QUICK: dict[str, Any] = {
     "micro_rounds": 7,
@@ -58,6 +69,11 @@ QUICK: dict[str, Any] = {
     "bulk_load_rows": 20_000,
     "bulk_load_runs": 3,
     "bulk_load_memory_rows": 200_000,
+    "concurrency_rounds": 1,
+    "concurrency_turns": 2,
+    "concurrency_turn_seconds": 0.5,
+    "concurrency_probe_rows": 20_000,
+    "concurrency_probe_runs": 1,
 }
 
 
@@ -78,7 +94,12 @@ def main(argv: list[str] | None = None) -> None:
     from . import page
 
     if args.report:
-        page.render(json.loads(Path(args.report).read_text()))
+        report = json.loads(Path(args.report).read_text())
+        if args.only and set(args.only) <= set(SPLICED):
+            for section in args.only:
+                page.splice(report, section)
+        else:
+            page.render(report)
         return
 
     import django
@@ -161,7 +182,20 @@ def main(argv: list[str] | None = None) -> None:
                 sizes["bulk_load_rows"],
                 sizes["bulk_load_memory_rows"],
             )
-            durations["bulk_load"] = time.perf_counter() - mark
+            durations["bulk_load"], mark = time.perf_counter() - mark, time.perf_counter()
+            checkpoint()
+        if "concurrency" in sections:
+            from . import concurrency
+
+            results["concurrency"] = concurrency.run(
+                aliases,
+                sizes["concurrency_rounds"],
+                sizes["concurrency_turns"],
+                sizes["concurrency_turn_seconds"],
+                sizes["concurrency_probe_rows"],
+                sizes["concurrency_probe_runs"],
+            )
+            durations["concurrency"] = time.perf_counter() - mark
     finally:
         from django_snowflake import runtime
 
@@ -171,12 +205,14 @@ def main(argv: list[str] | None = None) -> None:
     results["machine"]["load_average_at_end"] = os.getloadavg()
     complete = set(sections) == set(SECTIONS) and set(aliases) == set(DATABASES)
     RESULTS.mkdir(exist_ok=True)
-    suffix = "-quick" if args.quick else ""
+    suffix = ("" if complete else "-" + "-".join(s for s in SECTIONS if s in sections)) + (
+        "-quick" if args.quick else ""
+    )
     stamp = results["machine"]["date"][:19].replace(":", "")
     text = json.dumps(results, indent=1)
     (RESULTS / f"{stamp}{suffix}.json").write_text(text)
     (RESULTS / f"latest{suffix}.json").write_text(text)
-    (RESULTS / f"partial{suffix}.json").unlink(missing_ok=True)
+    (RESULTS / f"partial{'-quick' if args.quick else ''}.json").unlink(missing_ok=True)
     log(
         f"results in {RESULTS / f'latest{suffix}.json'}; took {results['duration_seconds'] / 60:.1f} min"
     )
@@ -185,4 +221,9 @@ def main(argv: list[str] | None = None) -> None:
     if complete and not args.quick and not args.no_docs:
         page.render(results)
         log("docs/performance.rst and docs/_static/performance.png rewritten")
+    elif not complete and not args.quick and not args.no_docs:
+        for section in SPLICED:
+            if section in sections:
+                page.splice(results, section)
+                log(f"docs/performance.rst: section {section} rewritten")
     sys.stdout.flush()

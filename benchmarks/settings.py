@@ -55,7 +55,7 @@ SECRET_KEY = "django_snowflake-benchmarks-not-secret"
 DEBUG = False
 USE_TZ = True
 TIME_ZONE = "UTC"
-INSTALLED_APPS = ["django_snowflake", "benchmarks.benchapp"]
+INSTALLED_APPS = ["django_snowflake", "benchmarks.benchapp", "benchmarks.switchapp"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # The database allocator, as in production. The claim benchmark's processes lease from the

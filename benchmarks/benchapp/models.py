@@ -93,3 +93,25 @@ MODELS: dict[str, type[models.Model]] = {
     "control": BigAutoSnowflakeColumnRow,
     "raw": RawRow,
 }
+
+
+# The concurrency section (benchmarks/concurrency.py): the baselines of the switch's tables in
+# benchmarks/switchapp, whose keys are SnowflakeAutoField. Only a label, as the raw SQL inserts.
+
+
+class Labelled(models.Model):
+    label = models.CharField(max_length=32)
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.pk}: {self.label}"
+
+
+class CreateRow(Labelled):
+    """Filled by ``create()`` from concurrent clients: the implicit ``BigAutoField`` key."""
+
+
+class SqlRow(Labelled):
+    """Filled by a raw ``INSERT INTO ... (label)``: ``BIGSERIAL`` / ``AUTO_INCREMENT``."""
