@@ -6,7 +6,6 @@ import sys
 from django.apps import AppConfig
 from django.core import checks
 from django.db.models.signals import post_migrate
-from django.db.models.signals import post_migrate
 from django.urls import register_converter
 from django.urls.converters import get_converters
 from django.utils.translation import gettext_lazy as _
@@ -16,6 +15,7 @@ from .checks import (
     DEPLOYMENT,
     check_admin_mixin,
     check_auto_field_switch,
+    check_database_functions,
     check_deployment,
     check_generic_relations,
     check_historical_records,
@@ -25,7 +25,7 @@ from .checks import (
     settings_errors,
 )
 from .converters import SnowflakeConverter
-from .database_keys import install_connection_hooks, reinstall_after_migrate, reinstall_after_migrate
+from .database_keys import install_connection_hooks, reinstall_after_migrate
 
 # Management commands that may run before the worker table exists or never generate IDs in
 # a server; CLAIM_ON_READY skips them and claims lazily instead.
@@ -37,6 +37,7 @@ CHECKS = (
     (check_settings, ()),
     (check_worker_table, (checks.Tags.database,)),
     (check_standbys, (checks.Tags.database,)),
+    (check_database_functions, (checks.Tags.database,)),
     (check_auto_field_switch, (checks.Tags.models,)),
     (check_admin_mixin, (checks.Tags.admin,)),
     (check_generic_relations, (checks.Tags.models,)),
@@ -76,7 +77,6 @@ class SnowflakeConfig(AppConfig):
         if "snowflake" not in get_converters():
             register_converter(SnowflakeConverter, "snowflake")
         runtime.install_process_hooks()
-        post_migrate.connect(reinstall_after_migrate, dispatch_uid="django_snowflake_function")
         post_migrate.connect(reinstall_after_migrate, dispatch_uid="django_snowflake_function")
         # The key function on every connection, and the schema editor that writes it.
         install_connection_hooks()

@@ -896,3 +896,75 @@ def _narrow_column(model: type[Model], name: str, column: Any, example: type[Mod
         example=example._meta.label,
         app=repr(model._meta.app_label),
     )
+
+
+def check_database_functions(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """E050, E051: a database whose Snowflake function has no slot of its own, or one it does
+    not hold in the coordination database (a copy of another database's function)."""
+    if databases is None or runtime.settings_errors():
+        return []
+    from django.db import DatabaseError
+
+    from .database_keys import holds_its_slot, installed_slot
+    from .models import WorkerNode
+
+    coordination = conf.get_settings()["DATABASE"]
+    messages: list[CheckMessage] = []
+    for alias in databases:
+        try:
+            exists, slot = installed_slot(alias)
+        except DatabaseError:
+            continue  # not reachable or not migrated: nothing to judge
+        if not exists:
+            continue
+        if slot is None:
+            messages.append(
+                _error(
+                    "E050",
+                    _(
+                        "The Snowflake function of database %(alias)s has no worker slot of "
+                        "its own: every INSERT that leaves a Snowflake key out fails."
+                    ),
+                    _(
+                        "It was installed before database %(coordination)s had its WorkerNode "
+                        "table. Run: python manage.py migrate --database=%(coordination)s, then "
+                        "python manage.py migrate --database=%(alias)s."
+                    ),
+                    alias=alias,
+                    coordination=coordination,
+                )
+            )
+            continue
+        try:
+            if holds_its_slot(alias, slot):
+                continue
+            holder = (
+                WorkerNode.objects.using(coordination)
+                .filter(worker_id=slot[0], datacenter_id=slot[1])
+                .values_list("label", flat=True)
+                .first()
+            )
+        except DatabaseError:
+            continue
+        messages.append(
+            _error(
+                "E051",
+                _(
+                    "The Snowflake function of database %(alias)s issues under worker "
+                    "slot %(slot)s, which database %(coordination)s records for %(holder)s: "
+                    "two issuers of one ID space may make the same keys."
+                ),
+                _(
+                    "The database is a copy of another, or the coordination database lost "
+                    "the row. Run: python manage.py migrate --database=%(alias)s, which "
+                    "leases a slot of its own for it and installs the function again."
+                ),
+                alias=alias,
+                slot=f"{slot[0]}/{slot[1]}",
+                coordination=coordination,
+                holder=holder or "nobody",
+            )
+        )
+    return messages

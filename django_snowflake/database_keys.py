@@ -155,9 +155,10 @@ def install_sql(
 
 
 def _refusal(alias: str) -> str:
+    # Short enough for MariaDB's MESSAGE_TEXT (128 characters) with a usual alias.
     return (
-        f"django_snowflake_id(): database {alias!r} has no Snowflake worker slot of its own. "
-        f"Migrate the coordination database, then run: python manage.py migrate --database={alias}"
+        f"database {alias!r} has no Snowflake worker slot of its own: "
+        f"manage.py migrate --database={alias} (after the coordination database)"
     )
 
 
@@ -312,8 +313,7 @@ END"""
     fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
     compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
     now_units = (
-        f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms})"
-        f" / {layout.time_unit_ms})"
+        f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms}) / {layout.time_unit_ms})"
     )
     base = f"(SELECT base FROM {BASE} WHERE id = 1)"
     return [
@@ -486,20 +486,36 @@ def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
     return install_sql(connection.vendor, layout, slot, alias=connection.alias)
 
 
+def holds_its_slot(alias: str, slot: tuple[int, int]) -> bool:
+    """Whether the coordination database records ``slot`` as database ``alias``'s."""
+    from .conf import get_settings
+    from .models import WorkerNode
+
+    label = (
+        WorkerNode._default_manager.using(get_settings()["DATABASE"])
+        .filter(worker_id=slot[0], datacenter_id=slot[1])
+        .values_list("label", flat=True)
+        .first()
+    )
+    return label == database_label(alias)
+
+
 def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
-    """``post_migrate``: give a database whose function has no slot (it was migrated before
-    the coordination database) its own, now that ``migrate`` runs on it again."""
+    """``post_migrate``: give a database whose function has no slot of its own (it was
+    migrated before the coordination database, or is a copy of another database) one, now
+    that ``migrate`` runs on it again."""
     connection = connections[using]
     if connection.vendor not in ("postgresql", "mysql"):
         return
     try:
         exists, slot = installed_slot(using)
+        if not exists or (slot is not None and holds_its_slot(using, slot)):
+            return
     except DatabaseError:
         return
-    if exists and slot is None:
-        with connection.schema_editor() as editor:
-            for statement in function_sql(connection):
-                editor.execute(statement, params=None)
+    with connection.schema_editor() as editor:
+        for statement in function_sql(connection):
+            editor.execute(statement, params=None)
 
 
 class InstallDatabaseFunction(Operation):

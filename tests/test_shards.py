@@ -1,0 +1,58 @@
+"""Several databases of one ID space (DESIGN section 4, "Several databases"): two shards and a
+coordination database with the documented router, keys from the databases' functions and
+from Django at once, on a real server (tests/shards_project.py, in a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite's function is the process's own slot"
+)
+
+
+def run(scenario: str) -> dict[str, Any]:
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.shards_project"}
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.shards_project", scenario],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_two_shards_never_share_a_key_by_either_path() -> None:
+    seen = run("in_order")
+    assert seen["errors"] == []
+    for counts in seen["counts"].values():
+        assert counts["raw"] > 100 and counts["django"] == 700
+    assert seen["shared"] == 0
+    # Each shard's function has a slot of its own, and neither is the process's.
+    (one,), (two,) = seen["raw_slots"]["shard1"], seen["raw_slots"]["shard2"]
+    assert one != two
+    assert not {one, two} & set(seen["django_slots"])
+    assert seen["checks"] == {"default": [], "shard1": [], "shard2": []}
+
+
+def test_a_shard_migrated_before_the_coordination_database_refuses_until_migrated_again() -> None:
+    seen = run("shard_first")
+    assert "no Snowflake worker slot of its own" in seen["before"]
+    assert "migrate --database=shard1" in seen["before"]
+    assert seen["check_before"] == ["django_snowflake.E050"]
+    assert len(seen["after"]) == 1 and seen["after"][0] > 2**40
+    assert seen["check_after"] == []
