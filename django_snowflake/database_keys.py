@@ -34,8 +34,9 @@ run, until ``migrate`` runs on it again; ``check --database`` says so too (``E03
   restore it skips its clock past anything the old primary could have issued: past
   ``max(now, replayed clock, replayed anchor) + hold + 2 * lead``, where ``hold`` is
   ``LEASE_SECONDS``, the replication lag (and clock skew) it tolerates.
-- MariaDB/MySQL: see :mod:`django_snowflake.mysql_function` when present; until then the
-  previous design (a sequence and a one-row MyISAM base).
+- MariaDB/MySQL: the same clock made of sequences only, which MariaDB draws without a lock
+  anyone waits for (no table is touched, so no statement-long table lock): see
+  :mod:`django_snowflake.mysql_function`.
 - SQLite: ``django_snowflake_id()`` is registered on every Django connection and returns
   :func:`django_snowflake.generate` (the process's own worker slot). A connection without it
   (the ``sqlite3`` shell) fails the INSERT with "unknown function".
@@ -296,60 +297,16 @@ $snowflake$""",
 
 
 def _mysql_sql(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> list[str]:
-    comment = _comment(layout, slot, alias)
-    if slot is None:
-        refusal = _refusal(alias).replace("'", "''")[:128]  # MESSAGE_TEXT's limit
-        return [
-            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT
-NOT DETERMINISTIC NO SQL
-COMMENT '{comment}'
-BEGIN
-    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{refusal}';
-    RETURN 0;
-END"""
-        ]
-    worker, datacenter = slot
-    sb = layout.sequence_bits
-    fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
-    compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
-    now_units = (
-        f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms}) / {layout.time_unit_ms})"
+    from .mysql_function import mysql_function_sql
+
+    return mysql_function_sql(
+        layout,
+        slot,
+        lead_units=lead_units(layout),
+        hold_units=hold_units(layout),
+        comment=_comment(layout, slot, alias),
+        refusal=_refusal(alias),
     )
-    base = f"(SELECT base FROM {BASE} WHERE id = 1)"
-    return [
-        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
-        # Not transactional: the base is read as last written (no snapshot), and its
-        # UPDATE locks the table for that statement only.
-        f"CREATE TABLE IF NOT EXISTS {BASE} "
-        "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=MyISAM",
-        # A base made by an earlier version in Aria keeps its value.
-        f"ALTER TABLE {BASE} ENGINE=MyISAM",
-        f"INSERT IGNORE INTO {BASE} (id, base) VALUES (1, 0)",
-        f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT
-NOT DETERMINISTIC MODIFIES SQL DATA
-COMMENT '{comment}'
-BEGIN
-    -- An ID is m = base + counter in layout units: time m >> {sb}, sequence
-    -- m & {layout.max_sequence}. A value is used only if base did not move while the
-    -- counter was drawn; base only grows (GREATEST, one statement), so no lock is needed.
-    DECLARE b1 BIGINT; DECLARE b2 BIGINT; DECLARE n BIGINT;
-    DECLARE m BIGINT; DECLARE now_u BIGINT;
-    LOOP
-        SET b1 = {base};
-        SET n = NEXT VALUE FOR {COUNTER};
-        SET b2 = {base};
-        IF b1 = b2 THEN
-            SET m = b1 + n;
-            SET now_u = {now_units};
-            IF (m >> {sb}) >= now_u THEN
-                RETURN {compose};
-            END IF;
-            SET n = NEXT VALUE FOR {COUNTER};
-            UPDATE {BASE} SET base = GREATEST(base, (now_u << {sb}) - n) WHERE id = 1;
-        END IF;
-    END LOOP;
-END""",
-    ]
 
 
 def trigger_name(table: str) -> str:

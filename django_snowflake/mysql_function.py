@@ -151,13 +151,21 @@ def mysql_floor_sql(layout: BitLayout, units: int) -> list[str]:
 
 
 def mysql_function_sql(
-    layout: BitLayout, slot: tuple[int, int] | None, *, lead_units: int, hold_units: int
+    layout: BitLayout,
+    slot: tuple[int, int] | None,
+    *,
+    lead_units: int,
+    hold_units: int,
+    comment: str = "",
+    refusal: str = "",
 ) -> list[str]:
     """The statements creating (or replacing) ``django_snowflake_id()`` and its sequences.
 
     ``slot`` is the database's ``(worker_id, datacenter_id)``; with ``None`` the function
-    refuses every call. ``lead_units`` bounds how far past ``max(now, P)`` a returned key may
-    be; ``hold_units`` is added to the skip at a new incarnation (the lease, in units).
+    refuses every call (with ``refusal``, at most 128 characters, when given).
+    ``lead_units`` bounds how far past ``max(now, P)`` a returned key may be; ``hold_units``
+    is added to the skip at a new incarnation (the lease, in units). ``comment`` is the
+    function's comment (by default its layout).
     """
     sb = layout.sequence_bits
     j = scales(layout)
@@ -197,19 +205,38 @@ def mysql_function_sql(
             f" - {counter})",
         ),
         *_setval_sql(MARK, j, f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb})"),
-        _function_sql(layout, slot, lead_units=lead_units, hold_units=hold_units),
+        _function_sql(
+            layout,
+            slot,
+            lead_units=lead_units,
+            hold_units=hold_units,
+            comment=comment or f"Layout {layout.fingerprint}",
+            refusal=refusal,
+        ),
         f"DROP TABLE IF EXISTS {OLD_BASE}",
     ]
     return statements
 
 
 def _function_sql(
-    layout: BitLayout, slot: tuple[int, int] | None, *, lead_units: int, hold_units: int
+    layout: BitLayout,
+    slot: tuple[int, int] | None,
+    *,
+    lead_units: int,
+    hold_units: int,
+    comment: str,
+    refusal: str,
 ) -> str:
     header = (
         f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT\n"
-        f"NOT DETERMINISTIC MODIFIES SQL DATA\nCOMMENT 'Layout {layout.fingerprint}'\n"
+        f"NOT DETERMINISTIC MODIFIES SQL DATA\nCOMMENT '{comment}'\n"
     )
+    if slot is None and refusal:
+        text = refusal.replace("'", "''")[:128]
+        return header + (
+            f"BEGIN\n    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{text}';\n"
+            "    RETURN NULL;\nEND"
+        )
     if slot is None:
         return header + (
             "BEGIN\n"
@@ -237,77 +264,93 @@ def _function_sql(
         + f"""BEGIN
     -- Layout {layout.fingerprint}, worker {worker}, datacenter {datacenter}. A key is
     -- m = base + counter in layout units: time m DIV {unit}, sequence m & {layout.max_sequence}.
-    DECLARE b1 BIGINT; DECLARE b2 BIGINT; DECLARE v1 BIGINT; DECLARE v2 BIGINT;
-    DECLARE n BIGINT; DECLARE m BIGINT; DECLARE now_u BIGINT; DECLARE p BIGINT;
-    DECLARE k BIGINT; DECLARE x BIGINT; DECLARE h BIGINT;
-    DECLARE t BIGINT;
-    DECLARE {lock} VARCHAR(64);
-    DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN
-        IF {lock} IS NOT NULL THEN DO RELEASE_LOCK({lock}); END IF;
-        RESIGNAL;
-    END;
+    DECLARE b1 BIGINT; DECLARE v1 BIGINT; DECLARE n BIGINT; DECLARE m BIGINT;
+    DECLARE now_u BIGINT;
     IF {SEEN_VARIABLE} IS NULL OR {SEEN_VARIABLE} <> {MYSQL_INCARNATION_SQL} THEN
-        SET t = {seen};
-        IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
-            -- A new server: one session skips, the others wait for it, then see it.
-            SET {lock} = {LOCK_SQL};
-            DO GET_LOCK({lock}, 10);
+        BEGIN
+            DECLARE t BIGINT; DECLARE k BIGINT; DECLARE x BIGINT; DECLARE p BIGINT;
+            DECLARE {lock} VARCHAR(64) DEFAULT {LOCK_SQL};
+            DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN DO RELEASE_LOCK({lock}); RESIGNAL; END;
             SET t = {seen};
             IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
-                SET n = NEXT VALUE FOR {COUNTER};
-                SET b1 = {base};
-                SET p = {mark};
-                SET m = GREATEST({now_units}, (b1 + n) DIV {unit}, p)
-                    + {hold_units} + {2 * lead_units};
-                SET k = m - p;
-                {_raise_sql(MARK, j, "k")}
-                SET k = m - (b1 + n) DIV {unit};
-                {_raise_base_sql(j, "k")}
-                SET {MARK_VARIABLE} = m;
-                SET k = (t DIV {1 << 32} + 1) * {1 << 32} + CRC32({MYSQL_INCARNATION_SQL}) - t;
-                {_raise_sql(SEEN, SEEN_SCALES, "k", radix_bits=SEEN_RADIX_BITS)}
+                -- A new server: one session skips, the others wait for it, then see it.
+                DO GET_LOCK({lock}, 10);
+                SET t = {seen};
+                IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
+                    SET n = NEXT VALUE FOR {COUNTER};
+                    SET b1 = {base};
+                    SET p = {mark};
+                    SET m = GREATEST({now_units}, (b1 + n) DIV {unit}, p)
+                        + {hold_units} + {2 * lead_units};
+                    SET k = m - p;
+                    {_raise_sql(MARK, j, "k")}
+                    SET k = m - (b1 + n) DIV {unit};
+                    {_raise_base_sql(j, "k")}
+                    SET {MARK_VARIABLE} = m;
+                    SET k = (t DIV {1 << 32} + 1) * {1 << 32} + CRC32({MYSQL_INCARNATION_SQL})
+                        - t;
+                    {_raise_sql(SEEN, SEEN_SCALES, "k", radix_bits=SEEN_RADIX_BITS)}
+                END IF;
+                DO RELEASE_LOCK({lock});
             END IF;
-            DO RELEASE_LOCK({lock});
-            SET {lock} = NULL;
-        END IF;
+        END;
         SET {SEEN_VARIABLE} = {MYSQL_INCARNATION_SQL};
     END IF;
     draw: LOOP
-        -- The row is read before the select list is evaluated: b1 and v1 precede the draw.
+        -- A table's row is read before the select list is evaluated: b1, v1, then the draw.
         SELECT s0.next_not_cached_value, v.next_not_cached_value, NEXT VALUE FOR {COUNTER}
             INTO b1, v1, n FROM {BASE}0 s0, {VERSION} v;
-        SELECT IF(s0.next_not_cached_value = b1 AND v.next_not_cached_value = v1, b1 + n, NULL),
+        -- base_0 and version unchanged across the draw, and version as when the high digits
+        -- were cached: base was b1 + those at the draw.
+        SELECT IF(s0.next_not_cached_value = b1 AND v.next_not_cached_value = v1
+                AND v1 = {VERSION_VARIABLE}, b1 + {HIGH_VARIABLE} + n, NULL),
             {now_units} INTO m, now_u FROM {BASE}0 s0, {VERSION} v;
-        IF v1 <=> {VERSION_VARIABLE} THEN
-            -- The high digits are as cached: version has not moved since they were read.
-            SET m = m + {HIGH_VARIABLE};
-        ELSEIF v1 % 2 = 0 THEN
-            SET h = {high};
-            IF v1 = (SELECT next_not_cached_value FROM {VERSION}) THEN
-                SET {HIGH_VARIABLE} = h;
-                SET {VERSION_VARIABLE} = v1;
-            END IF;
-            ITERATE draw;
-        ELSE
-            -- The high digits are moving: read all of base around a draw.
-            SET b1 = {base};
-            SET n = NEXT VALUE FOR {COUNTER};
-            SET b2 = {base};
-            SET m = IF(b1 = b2, b1 + n, NULL);
-        END IF;
-        -- m is NULL when base moved across the draw; else it is above every value drawn
-        -- before (base never falls), so unique.
         IF m DIV {unit} >= now_u THEN
             LEAVE draw;
         END IF;
-        IF m IS NOT NULL THEN
+        BEGIN
+            DECLARE b2 BIGINT; DECLARE k BIGINT; DECLARE x BIGINT; DECLARE p BIGINT;
+            DECLARE {lock} VARCHAR(64);
+            DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN
+                IF {lock} IS NOT NULL THEN DO RELEASE_LOCK({lock}); END IF;
+                RESIGNAL;
+            END;
+            IF m IS NULL THEN
+                IF v1 <=> {VERSION_VARIABLE} THEN
+                    ITERATE draw;  -- base moved across the draw
+                END IF;
+                SET k = {high};
+                IF v1 % 2 = 0 AND v1 = (SELECT next_not_cached_value FROM {VERSION}) THEN
+                    -- The high digits did not move while they were read: cache them.
+                    SET {HIGH_VARIABLE} = k;
+                    SET {VERSION_VARIABLE} = v1;
+                    ITERATE draw;
+                END IF;
+                -- The high digits are moving: read all of base around a draw.
+                SET b1 = {base};
+                SET n = NEXT VALUE FOR {COUNTER};
+                SET b2 = {base};
+                IF b1 <> b2 THEN
+                    ITERATE draw;
+                END IF;
+                SET m = b1 + n;
+                IF m DIV {unit} >= now_u THEN
+                    LEAVE draw;
+                END IF;
+            END IF;
+            -- m is unique but behind the clock: catch base up, unless another session does.
             SET {lock} = {LOCK_SQL};
             IF GET_LOCK({lock}, 0) IS NOT TRUE THEN
-                -- Another session is catching up: m is unique, slightly behind the clock.
                 LEAVE draw;
             END IF;
-            SET k = now_u - ({base} + n) DIV {unit};
-            {_raise_base_sql(j, "k")}
+            SELECT s0.next_not_cached_value, v.next_not_cached_value INTO b2, k
+                FROM {BASE}0 s0, {VERSION} v;
+            SET b2 = IF(k = {VERSION_VARIABLE}, b2 + {HIGH_VARIABLE}, {base});
+            IF b2 = m - n THEN
+                -- Nobody moved base since m was drawn: move it by what m is behind.
+                SET k = now_u - m DIV {unit};
+                {_raise_base_sql(j, "k")}
+            END IF;
             IF {MARK_VARIABLE} IS NULL OR now_u > {MARK_VARIABLE} + {half} THEN
                 SET p = {mark};
                 IF now_u > p + {half} THEN
@@ -318,18 +361,19 @@ def _function_sql(
                 SET {MARK_VARIABLE} = p;
             END IF;
             DO RELEASE_LOCK({lock});
-            SET {lock} = NULL;
-        END IF;
+        END;
     END LOOP draw;
     IF m DIV {unit} > now_u + {lead_units} THEN
         -- Ahead of the clock by more than the lead: wait, unless a skip or a catch-up made
         -- before the clock stepped back allows it.
-        SET p = {mark};
-        WHILE m DIV {unit} > GREATEST(now_u, p) + {lead_units} DO
-            DO SLEEP((m DIV {unit} - {lead_units} - GREATEST(now_u, p))
-                * {layout.time_unit_ms} / 1000);
-            SET now_u = {now_units};
-        END WHILE;
+        BEGIN
+            DECLARE p BIGINT DEFAULT {mark};
+            WHILE m DIV {unit} > GREATEST(now_u, p) + {lead_units} DO
+                DO SLEEP((m DIV {unit} - {lead_units} - GREATEST(now_u, p))
+                    * {layout.time_unit_ms} / 1000);
+                SET now_u = {now_units};
+            END WHILE;
+        END;
     END IF;
     RETURN ((m DIV {unit}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence});
 END"""
