@@ -3,20 +3,15 @@
 Node 1 bootstraps the cluster (``--wsrep-new-cluster``); nodes 2 and 3 join it and take a
 state snapshot (SST) by rsync. Every node has its own temporary directory and its own free
 ports (SQL, group communication, IST, SST), so nothing touches the shared servers.
-``RoundRobin`` is a TCP proxy that hands each new connection to the next node, as a load
-balancer in front of a cluster does.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -151,7 +146,6 @@ class Galera:
         self.root = Path(tempfile.mkdtemp(prefix="snowflake-galera-"))
         self.name = f"snowflake{os.getpid()}"
         self.nodes = [Node(self, number) for number in range(1, size + 1)]
-        self.proxies: list[RoundRobin] = []
         try:
             self._start()
         except BaseException:
@@ -178,74 +172,7 @@ class Galera:
     def size(self) -> int:
         return int(self.nodes[0].status("wsrep_cluster_size"))
 
-    def proxy(self, *nodes: Node) -> RoundRobin:
-        """A round-robin proxy over ``nodes`` (all of them by default)."""
-        proxy = RoundRobin([node.port for node in (nodes or tuple(self.nodes))])
-        self.proxies.append(proxy)
-        return proxy
-
     def close(self) -> None:
-        for proxy in self.proxies:
-            proxy.close()
         for node in self.nodes:
             node.kill()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-class RoundRobin:
-    """A TCP proxy on a loopback port: each new connection goes to the next of ``targets``
-    that accepts it (a node that is down is skipped)."""
-
-    def __init__(self, targets: list[int]) -> None:
-        self.targets = targets
-        self._next = itertools.cycle(range(len(targets)))
-        self.port = free_port()
-        self._listener = socket.create_server(("127.0.0.1", self.port))
-        self._open: list[socket.socket] = []
-        self._lock = threading.Lock()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = None
-            for _ in self.targets:
-                with self._lock:
-                    target = self.targets[next(self._next)]
-                try:
-                    server = socket.create_connection(("127.0.0.1", target), timeout=2)
-                    break
-                except OSError:
-                    continue
-            if server is None:
-                client.close()
-                continue
-            server.settimeout(None)
-            with self._lock:
-                self._open += [client, server]
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        for end in (source, sink):
-            with contextlib.suppress(OSError):
-                end.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                end.close()
-
-    def close(self) -> None:
-        self._listener.close()
-        with self._lock:
-            for end in self._open:
-                with contextlib.suppress(OSError):
-                    end.shutdown(socket.SHUT_RDWR)
-            self._open.clear()
