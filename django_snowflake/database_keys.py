@@ -56,6 +56,7 @@ import math
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -82,6 +83,8 @@ DATABASE_LABEL = "database"
 LEASE_END = datetime(9999, 12, 31, tzinfo=UTC)
 # pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
 PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
+# After a failed claim on SQLite, how long a connection waits before it claims again.
+CLAIM_RETRY_SECONDS = 1.0
 # What the function's comment says, read back by the checks: "slot=W/D" or "slot=none".
 _COMMENT = re.compile(r"slot=(?:(\d+)/(\d+)|none)")
 
@@ -119,6 +122,13 @@ class DatabaseSnowflake(models.Func):
 
     def __hash__(self) -> int:
         return hash(FUNCTION)
+
+
+def _worker_node() -> Any:
+    # Through the app registry: models is above this module (fields import it).
+    from django.apps import apps
+
+    return apps.get_model("django_snowflake", "WorkerNode")
 
 
 def database_label(alias: str) -> str:
@@ -349,10 +359,10 @@ def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None
     worker ID is left.
     """
     from .conf import get_settings
-    from .models import WorkerNode
 
     settings = get_settings()
     coordination = settings["DATABASE"]
+    WorkerNode = _worker_node()
     datacenter = int(settings["DATACENTER_ID"] or 0)
     nodes = WorkerNode._default_manager.using(coordination)
     try:
@@ -446,10 +456,10 @@ def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
 def holds_its_slot(alias: str, slot: tuple[int, int]) -> bool:
     """Whether the coordination database records ``slot`` as database ``alias``'s."""
     from .conf import get_settings
-    from .models import WorkerNode
 
     label = (
-        WorkerNode._default_manager.using(get_settings()["DATABASE"])
+        _worker_node()
+        ._default_manager.using(get_settings()["DATABASE"])
         .filter(worker_id=slot[0], datacenter_id=slot[1])
         .values_list("label", flat=True)
         .first()
@@ -692,10 +702,12 @@ def _claim_now(connection: BaseDatabaseWrapper, *, beginning: bool = False) -> N
     ``WorkerNode`` on the allocator's own connection: it would wait for that lock, or for the
     shared lock of a transaction that has read, until the busy timeout. So the claim is made
     while nothing is held: before a transaction begins, and before an INSERT outside one. A
-    claim that fails before an INSERT (no table before ``migrate``) is not tried again on
-    that connection; the function raises if it needs an ID.
+    claim that fails before an INSERT (no table before ``migrate``, another writer holding the
+    lock past the busy timeout) is tried again before a statement at least a second later,
+    so the connection recovers once the cause is gone.
     """
-    if getattr(connection, "_snowflake_claim_failed", False):
+    failed_at = getattr(connection, "_snowflake_claim_failed_at", None)
+    if failed_at is not None and time.monotonic() - failed_at < CLAIM_RETRY_SECONDS:
         return
     if threading.current_thread().name.startswith("snowflake-"):
         return  # the allocator's own connection
@@ -707,7 +719,9 @@ def _claim_now(connection: BaseDatabaseWrapper, *, beginning: bool = False) -> N
             generator.ensure_lease()
         except (SnowflakeError, DatabaseError):
             if not beginning:
-                connection._snowflake_claim_failed = True  # type: ignore[attr-defined]
+                connection._snowflake_claim_failed_at = time.monotonic()  # type: ignore[attr-defined]
+        else:
+            connection._snowflake_claim_failed_at = None  # type: ignore[attr-defined]
 
 
 def _before_write(connection: BaseDatabaseWrapper, sql: str) -> str:
@@ -772,7 +786,7 @@ def prepare_connection(connection: BaseDatabaseWrapper) -> None:
         _keyed_cursors(connection)
     if connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
-        connection._snowflake_claim_failed = False  # type: ignore[attr-defined]
+        connection._snowflake_claim_failed_at = None  # type: ignore[attr-defined]
 
 
 def _on_connection_created(
