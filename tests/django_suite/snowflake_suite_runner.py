@@ -1,7 +1,8 @@
 """A DiscoverRunner whose result also writes every test's outcome to a JSON file.
 
-Used by Django's runtests.py through ``snowflake_suite_settings``. Under ``--parallel`` the
-workers' events are replayed on this result in the parent process, so one file holds all.
+Used by Django's runtests.py through ``snowflake_suite_settings``, and by the third-party
+apps' suites of ``tests.app_suites``. Under ``--parallel`` the workers' events are replayed on
+this result in the parent process, so one file holds all.
 """
 
 import json
@@ -71,6 +72,12 @@ class RecordingRunner(DiscoverRunner):
         result = super().run_suite(suite, **kwargs)
         path = os.environ.get("SNOWFLAKE_SUITE_RESULTS")
         if path:
+            # A command that runs several suites in one process (django-simple-history's
+            # runtests.py) adds each to the file; the driver removes it before a run.
+            outcomes = {}
+            if os.path.exists(path):
+                with open(path, encoding="utf-8") as stream:
+                    outcomes = json.load(stream)
             with open(path, "w", encoding="utf-8") as stream:
-                json.dump(result.outcomes, stream)
+                json.dump(outcomes | result.outcomes, stream)
         return result

@@ -8,6 +8,7 @@ test's outcome for the driver.
 
 import os
 
+from suite_servers import server
 from test_sqlite import *  # noqa: F403  # Django's example settings are the base
 
 import __main__
@@ -32,19 +33,10 @@ DEFAULT_AUTO_FIELD = FIELDS[os.environ.get("SNOWFLAKE_SUITE_FIELD", "autofield")
 # The recommended test settings (docs/testing.rst).
 SNOWFLAKE = {"WORKER_ALLOCATOR": "static", "WORKER_ID": 0}
 
-if os.environ.get("SNOWFLAKE_SUITE_DB", "sqlite") == "postgresql":
-    # Named per run so concurrent runs (and their --parallel clones) never share a database.
-    _name = f"djsuite_{os.getpid()}"
-    _server = {
-        "ENGINE": "django.db.backends.postgresql",
-        "HOST": os.environ.get("SNOWFLAKE_SUITE_PG_HOST", "127.0.0.1"),
-        "PORT": os.environ.get("SNOWFLAKE_SUITE_PG_PORT", "5432"),
-        "USER": os.environ.get("SNOWFLAKE_SUITE_PG_USER", "postgres"),
-        "PASSWORD": os.environ.get("SNOWFLAKE_SUITE_PG_PASSWORD", ""),
-    }
-    DATABASES = {
-        "default": {**_server, "NAME": _name},
-        "other": {**_server, "NAME": f"{_name}_other"},
-    }
+# On a server, the databases are named per run so concurrent runs (and their --parallel
+# clones) never share one.
+_name = f"djsuite_{os.getpid()}"
+if (_default := server(os.environ.get("SNOWFLAKE_SUITE_DB", "sqlite"), _name)) is not None:
+    DATABASES = {"default": _default, "other": {**_default, "NAME": f"{_name}_other"}}
 
 TEST_RUNNER = "snowflake_suite_runner.RecordingRunner"

@@ -36,6 +36,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,8 +138,11 @@ RULES: list[Rule] = [
         "stores a pk in a 32-bit integer column: a generic relation's object_id declared "
         "PositiveIntegerField, or a pk copied into an IntegerField; a Snowflake does not fit "
         "(nor would a BigAutoField key above 2**31), and check W042 flags the generic "
-        "relations. PostgreSQL says 'integer' only for int4 (int8 is 'bigint')",
-        r"^django\.db\.utils\.DataError: integer out of range$",
+        "relations. PostgreSQL says 'integer' only for int4 (int8 is 'bigint'); MariaDB and "
+        "MySQL say 1264, which a BIGINT column (every Snowflake column) never raises for a key "
+        "below 2**63",
+        r"^django\.db\.utils\.DataError: (integer out of range"
+        r"|\(1264, \"Out of range value for column '\w+' at row \d+\"\))$",
     ),
     Rule(
         "migration files declare AutoField",
@@ -164,11 +168,18 @@ def cache_root() -> Path:
 def django_tests_dir(version: str) -> Path:
     """Django's ``tests/`` for ``version``, downloaded from its sdist once and cached."""
     target = cache_root() / f"django-{version}"
-    if (target / "tests" / "runtests.py").exists():
-        return target / "tests"
+    return unpacked_sdist("django", version, target, member="tests") / "tests"
+
+
+def unpacked_sdist(package: str, version: str, target: Path, member: str = "") -> Path:
+    """``target``, holding ``package==version``'s source distribution from PyPI (its ``member``
+    folder only, if given), downloaded and unpacked once; concurrent runs may race to it."""
+    done = target / (member or ".unpacked")
+    if done.exists():
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as work:
-        print(f"Downloading Django {version}'s sdist for its tests into {target}", flush=True)
+        print(f"Downloading {package} {version}'s sdist into {target}", flush=True)
         subprocess.run(
             [
                 sys.executable,
@@ -181,25 +192,29 @@ def django_tests_dir(version: str) -> Path:
                 ":all:",
                 "--dest",
                 work,
-                f"django=={version}",
+                f"{package}=={version}",
             ],
             check=True,
         )
         (archive,) = Path(work).glob("*.tar.gz")
-        prefix = archive.name.removesuffix(".tar.gz") + "/tests/"
+        root = archive.name.removesuffix(".tar.gz")
+        prefix = f"{root}/{member}/" if member else f"{root}/"
         extracted = Path(work) / "extracted"
         with tarfile.open(archive) as tar:
             members = [m for m in tar.getmembers() if m.name.startswith(prefix)]
             # The "data" filter refuses links and paths out of the folder (3.11.4+).
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(extracted, members=members, **safe)
+        source = extracted / root / member if member else extracted / root
+        if not member:
+            (source / ".unpacked").touch()
         target.mkdir(exist_ok=True)
         try:
-            os.replace(extracted / prefix.removesuffix("/tests/") / "tests", target / "tests")
+            os.replace(source, done if member else target)
         except OSError:
-            if not (target / "tests" / "runtests.py").exists():
+            if not done.exists():
                 raise  # else a concurrent run put it there first
-    return target / "tests"
+    return target
 
 
 def ensure_tblib() -> None:
@@ -253,14 +268,30 @@ def run_suite(
     ]
     shown = " ".join(command[1:]) if len(modules) < 40 else f"{' '.join(command[1:4])} ..."
     print(f"--- {db}, {field}: {shown}", flush=True)
+    return timed_run(db, field, command, tests_dir, env, log, lambda: read_outcomes(results))
+
+
+def read_outcomes(path: Path) -> dict[str, dict[str, str]]:
+    """What the recording runner wrote, or nothing if the run ended before its tests."""
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def timed_run(
+    db: str,
+    field: str,
+    command: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    log: Path,
+    outcomes_of: Callable[[], dict[str, dict[str, str]]],
+) -> Run:
+    """Run ``command``, its output into ``log``, and say what its tests did."""
     started = time.monotonic()
     with log.open("w", encoding="utf-8") as stream:
-        process = subprocess.run(
-            command, cwd=tests_dir, env=env, stdout=stream, stderr=subprocess.STDOUT
-        )
+        process = subprocess.run(command, cwd=cwd, env=env, stdout=stream, stderr=subprocess.STDOUT)
     seconds = time.monotonic() - started
     tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
-    outcomes = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
+    outcomes = outcomes_of()
     counts = collections.Counter(value["outcome"] for value in outcomes.values())
     print(
         f"    {len(outcomes)} tests in {seconds:.0f} s, exit {process.returncode}: "
@@ -273,9 +304,7 @@ def run_suite(
 def load_run(
     tests_dir: Path, db: str, field: str, modules: list[str], parallel: int, out: Path
 ) -> Run:
-    results = out / f"{db}-{field}.json"
-    outcomes = json.loads(results.read_text(encoding="utf-8")) if results.exists() else {}
-    return Run(db, field, outcomes, 0.0, 0, "")
+    return Run(db, field, read_outcomes(out / f"{db}-{field}.json"), 0.0, 0, "")
 
 
 def module_of(test_id: str) -> str:
@@ -367,12 +396,18 @@ def confirm(differences: list[Difference], tests_dir: Path, db: str, out: Path) 
             difference.kind = "flaky"
 
 
-def table(base: Run, switched: Run, differences: list[Difference], modules: list[str]) -> str:
+def table(
+    base: Run,
+    switched: Run,
+    differences: list[Difference],
+    modules: list[str],
+    before: str = "AutoField",
+) -> str:
     rows = []
     header = (
         "module",
         "tests",
-        "fail AutoField",
+        f"fail {before}",
         "fail switch",
         "only switch",
         "hard-coded",
@@ -411,7 +446,9 @@ def table(base: Run, switched: Run, differences: list[Difference], modules: list
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.django_suite", description=__doc__)
-    parser.add_argument("--db", default="sqlite,postgresql", help="sqlite,postgresql")
+    parser.add_argument(
+        "--db", default="sqlite,postgresql", help="comma-separated: sqlite, postgresql, mariadb"
+    )
     parser.add_argument("--modules", nargs="+", help="Django test modules (default: all chosen)")
     parser.add_argument("--short", action="store_true", help="the short form run by .ci/run")
     parser.add_argument(
