@@ -154,12 +154,14 @@ def snowflake_keys(search_term: str) -> list[int]:
 
 def time_with_milliseconds(dt: datetime) -> SafeString:
     """``dt`` in the current time zone, to the second, in the active locale's date format,
-    inside a ``<span>`` whose ``title`` (shown on hover) is the ISO-8601 time to the
-    millisecond with its UTC offset."""
+    inside a ``<span class="nowrap">`` whose ``title`` (shown on hover) is the ISO-8601 time
+    to the millisecond with its UTC offset."""
     local = timezone.localtime(dt)
     shown = f"{formats.date_format(local, 'DATE_FORMAT')} {formats.time_format(local, 'H:i:s')}"
+    # "nowrap", as Django's changelist marks its own date and time cells: broken over two
+    # lines, a date and its time read as two values.
     return format_html(
-        '<span title="{}">{}</span>', local.isoformat(timespec="milliseconds"), shown
+        '<span class="nowrap" title="{}">{}</span>', local.isoformat(timespec="milliseconds"), shown
     )
 
 
@@ -203,14 +205,20 @@ def _local_midnight(dt: datetime) -> datetime:
     return timezone.make_aware(datetime.combine(dt.date(), datetime.min.time()))
 
 
+# The filter's choices, in the list's default order: live slots first, then the rows a claim
+# may reuse.
 LEASE_STATES = {
     "active": _("Active"),
-    "database": _("Reserved for a database function"),
+    "database": _("Database function"),
+    "expired": _("Expired"),
+    "released": _("Released"),
+}
+# The lease column says what becomes of a row that no process holds.
+LEASE_CELLS = {
+    **LEASE_STATES,
     "expired": _("Expired: reused by a later claim"),
     "released": _("Released: reused by a later claim"),
 }
-# The worker list's default order: live slots first, then the rows a claim may reuse.
-LEASE_ORDER = ["active", "database", "expired", "released"]
 
 
 def lease_conditions(now: datetime) -> dict[str, Q]:
@@ -284,8 +292,8 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
         # One column key: Meta.ordering's two would put sort-priority numbers on two columns.
         conditions = lease_conditions(timezone.now())
         rank = Case(
-            *(When(conditions[state], then=Value(i)) for i, state in enumerate(LEASE_ORDER)),
-            default=Value(len(LEASE_ORDER)),
+            *(When(conditions[state], then=Value(i)) for i, state in enumerate(LEASE_STATES)),
+            default=Value(len(LEASE_STATES)),
         )
         return [rank.asc(), "worker_id"]
 
@@ -362,7 +370,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
         alias = database_alias(obj)
         if alias is not None and obj.released_at is None:
             return reserved_for(alias)
-        return str(LEASE_STATES[lease_state(obj, timezone.now())])
+        return str(LEASE_CELLS[lease_state(obj, timezone.now())])
 
     @admin.display(description=_("last heartbeat"), ordering="heartbeat_at")
     def heartbeat_age(self, obj: WorkerNode) -> str:

@@ -36,9 +36,7 @@ def shown(dt: datetime) -> str:
     second, the exact time on hover."""
     local = timezone.localtime(dt)
     exact = local.isoformat(timespec="milliseconds")
-    return (
-        f'<span title="{exact}">{formats.date_format(local, "DATE_FORMAT")} {local:%H:%M:%S}</span>'
-    )
+    return f'<span class="nowrap" title="{exact}">{formats.date_format(local, "DATE_FORMAT")} {local:%H:%M:%S}</span>'
 
 
 @override_settings(TIME_ZONE=LOCAL_ZONE)
@@ -47,11 +45,12 @@ def test_created_column_shows_seconds_and_the_millisecond_on_hover(admin_client:
     response = admin_client.get(reverse("admin:testapp_order_changelist"))
     assert (
         '<td class="field-snowflake_created">'
-        '<span title="2026-03-02T02:03:05.123+14:00">March 2, 2026 02:03:05</span></td>'
+        '<span class="nowrap" title="2026-03-02T02:03:05.123+14:00">March 2, 2026 02:03:05</span></td>'
     ) in response.text
     change = admin_client.get(reverse("admin:testapp_order_change", args=[order.pk]))
     assert (
-        '<span title="2026-03-02T02:03:05.123+14:00">March 2, 2026 02:03:05</span>' in change.text
+        '<span class="nowrap" title="2026-03-02T02:03:05.123+14:00">March 2, 2026 02:03:05</span>'
+        in change.text
     )
 
 
@@ -291,7 +290,10 @@ def test_worker_page_decodes_the_high_water_mark_and_the_layout(
     node.save()
     page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
     assert page.status_code == 200
-    assert '<span title="2026-03-02T02:00:00.000+14:00">March 2, 2026 02:00:00</span>' in page.text
+    assert (
+        '<span class="nowrap" title="2026-03-02T02:00:00.000+14:00">March 2, 2026 02:00:00</span>'
+        in page.text
+    )
     assert "the next holder starts above it" in page.text
     assert str(node.last_timestamp) not in page.text
     assert "41 bits of time, 10 bits of worker, 12 bits of sequence" in page.text

@@ -23,7 +23,7 @@ def test_newcomer_commands(tmp_path: Path) -> None:
     manage("makemigrations", "--check", "--dry-run", db=db)
     manage("migrate", db=db)
     first = manage("seed_demo", db=db).stdout
-    assert "Created 5 products, 5 customers and 12 orders." in first
+    assert "Created 5 products, 5 customers and 12 orders placed over the past 420 days." in first
     assert "username 'admin', password 'snowflake'" in first
     again = manage("seed_demo", db=db).stdout
     assert "Demo data is already there; nothing added." in again
@@ -33,7 +33,7 @@ def test_newcomer_commands(tmp_path: Path) -> None:
 
 def test_the_example_projects_own_tests(tmp_path: Path) -> None:
     result = manage("test", "shop", "--settings=config.test_settings", db=tmp_path / "t.sqlite3")
-    assert "Ran 8 tests" in result.stderr
+    assert "Ran 11 tests" in result.stderr
 
 
 def test_the_first_key_of_a_process_made_by_sqlite_claims_before_the_insert(

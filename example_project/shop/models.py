@@ -6,24 +6,34 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.db import models
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
 
 from django_snowflake.models import SnowflakeManager, SnowflakeModel
 
 
 class Customer(models.Model):
-    name = models.CharField(max_length=100)
-    email = models.EmailField(unique=True)
+    name = models.CharField(_("name"), max_length=100)
+    email = models.EmailField(_("email"), unique=True)
 
     objects = SnowflakeManager()
+
+    class Meta:
+        verbose_name = _("customer")
+        verbose_name_plural = _("customers")
 
     def __str__(self) -> str:
         return self.name
 
 
 class Product(models.Model):
-    sku = models.CharField("SKU", max_length=20, unique=True)
-    name = models.CharField(max_length=100)
-    price = models.DecimalField(max_digits=8, decimal_places=2)
+    sku = models.CharField(_("SKU"), max_length=20, unique=True)
+    name = models.CharField(_("name"), max_length=100)
+    price = models.DecimalField(_("price"), max_digits=8, decimal_places=2)
+
+    class Meta:
+        verbose_name = _("product")
+        verbose_name_plural = _("products")
 
     def __str__(self) -> str:
         return self.name
@@ -31,15 +41,23 @@ class Product(models.Model):
 
 class Order(SnowflakeModel):
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        PAID = "paid", "Paid"
-        SHIPPED = "shipped", "Shipped"
+        PENDING = "pending", _("Pending")
+        PAID = "paid", _("Paid")
+        SHIPPED = "shipped", _("Shipped")
 
-    customer = models.ForeignKey(Customer, models.PROTECT, related_name="orders")
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    customer = models.ForeignKey(
+        Customer, models.PROTECT, related_name="orders", verbose_name=_("customer")
+    )
+    status = models.CharField(
+        _("status"), max_length=10, choices=Status.choices, default=Status.PENDING
+    )
+
+    class Meta:
+        verbose_name = _("order")
+        verbose_name_plural = _("orders")
 
     def __str__(self) -> str:
-        return f"Order {self.pk}"
+        return gettext("Order %(id)s") % {"id": self.pk}
 
     @property
     def total(self) -> Decimal:
@@ -47,10 +65,16 @@ class Order(SnowflakeModel):
 
 
 class OrderItem(SnowflakeModel):
-    order = models.ForeignKey(Order, models.CASCADE, related_name="items")
-    product = models.ForeignKey(Product, models.PROTECT, related_name="+")
-    quantity = models.PositiveIntegerField(default=1)
-    unit_price = models.DecimalField(max_digits=8, decimal_places=2)
+    order = models.ForeignKey(Order, models.CASCADE, related_name="items", verbose_name=_("order"))
+    product = models.ForeignKey(
+        Product, models.PROTECT, related_name="+", verbose_name=_("product")
+    )
+    quantity = models.PositiveIntegerField(_("quantity"), default=1)
+    unit_price = models.DecimalField(_("unit price"), max_digits=8, decimal_places=2)
+
+    class Meta:
+        verbose_name = _("order item")
+        verbose_name_plural = _("order items")
 
     def __str__(self) -> str:
         return f"{self.quantity} x {self.product}"

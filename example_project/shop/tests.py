@@ -98,6 +98,30 @@ class AdminTests(TestCase):
         item = OrderItem.objects.get()
         self.assertEqual((item.order.customer, item.quantity), (customer, 3))
 
+    def test_the_search_box_finds_pasted_order_ids(self) -> None:
+        ada = CustomerFactory(name="Ada Lovelace")
+        orders = [OrderFactory(customer=ada), OrderFactory(), OrderFactory()]
+        url = reverse("admin:shop_order_changelist")
+        for search, found in [
+            (f" {orders[1].pk} ", [orders[1]]),
+            (f"{orders[0].pk}, {orders[2].pk}", [orders[0], orders[2]]),
+            ("Ada", [orders[0]]),
+            (f"{orders[0].pk}x", []),
+        ]:
+            with self.subTest(search=search):
+                response = self.client.get(url, {"q": search})
+                self.assertEqual(set(response.context["cl"].result_list), set(found))
+
+    def test_the_shops_names_speak_german(self) -> None:
+        OrderFactory(status=Order.Status.SHIPPED)
+        # LocaleMiddleware picks the language from the browser's Accept-Language.
+        response = self.client.get(
+            reverse("admin:shop_order_changelist"), headers={"accept-language": "de"}
+        )
+        self.assertContains(response, "Bestellung zur Änderung auswählen")
+        self.assertContains(response, "Nach Status")
+        self.assertContains(response, '<td class="field-status">Versandt</td>', html=True)
+
 
 class SeedDemoTests(TestCase):
     def test_seed_demo_runs_twice(self) -> None:
@@ -105,8 +129,24 @@ class SeedDemoTests(TestCase):
         call_command("seed_demo", stdout=out)
         call_command("seed_demo", stdout=out)
         output = out.getvalue()
-        self.assertIn("Created 5 products, 5 customers and 12 orders.", output)
+        self.assertIn(
+            "Created 5 products, 5 customers and 12 orders placed over the past 420 days.", output
+        )
         self.assertIn("Demo data is already there; nothing added.", output)
         self.assertEqual(Order.objects.count(), 12)
         self.assertIn("username 'admin', password 'snowflake'", output)
         self.assertTrue(self.client.login(username="admin", password="snowflake"))
+
+    def test_demo_orders_are_spread_over_time(self) -> None:
+        # Before, all twelve shared one second: the created filter's choices equalled "All".
+        call_command("seed_demo", stdout=StringIO())
+        self.client.login(username="admin", password="snowflake")
+        url = reverse("admin:shop_order_changelist")
+        counts = {
+            choice: self.client.get(url, {"created": choice}).context["cl"].result_count
+            for choice in ["past_7_days", "this_year"]
+        }
+        self.assertEqual(counts["past_7_days"], 7)
+        self.assertLess(counts["this_year"], 12)
+        days = {order.created_at.date() for order in Order.objects.all()}
+        self.assertGreater(len(days), 8)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.utils import timezone
 
 from django_snowflake import get_generator
 from shop.models import Customer, Order, OrderItem, Product
@@ -31,7 +33,22 @@ PRODUCTS = [
     ("STK-01", "Sticker pack", "4.20"),
 ]
 CUSTOMERS = ["Ada Lovelace", "Grace Hopper", "Alan Turing", "Edsger Dijkstra", "Barbara Liskov"]
-ORDERS = 12
+#: How long ago each demo order was placed: today, this week, this month, this year and before,
+#: so the created column and the created filter have something to tell apart.
+ORDER_AGES = [
+    timedelta(minutes=4),
+    timedelta(minutes=50),
+    timedelta(hours=5),
+    timedelta(days=1, hours=3),
+    timedelta(days=2, hours=7),
+    timedelta(days=4),
+    timedelta(days=6, hours=20),
+    timedelta(days=11),
+    timedelta(days=23),
+    timedelta(days=47),
+    timedelta(days=130),
+    timedelta(days=420),
+]
 #: Orders built and loaded at a time by --orders: memory stays flat however many are asked.
 CHUNK = 10_000
 
@@ -83,10 +100,13 @@ class Command(BaseCommand):
             Customer.objects.create(name=name, email=f"{name.split()[0].lower()}@example.com")
             for name in CUSTOMERS
         ]
-        # Orders are created one after another; each key carries its creation time.
-        for _ in range(ORDERS):
+        # Each key carries its order's creation time; the demo's are backdated (backdated_key).
+        now = timezone.now()
+        for sequence, age in enumerate(ORDER_AGES):
             order = Order.objects.create(
-                customer=rng.choice(customers), status=rng.choice(Order.Status.values)
+                id=backdated_key(now - age, sequence),
+                customer=rng.choice(customers),
+                status=rng.choice(Order.Status.values),
             )
             OrderItem.objects.bulk_create(
                 OrderItem(
@@ -98,7 +118,8 @@ class Command(BaseCommand):
                 for product in rng.sample(products, rng.randint(1, 3))
             )
         self.stdout.write(
-            f"Created {len(products)} products, {len(customers)} customers and {ORDERS} orders."
+            f"Created {len(products)} products, {len(customers)} customers and "
+            f"{len(ORDER_AGES)} orders placed over the past {ORDER_AGES[-1].days} days."
         )
 
     def load_orders(self, count: int) -> None:
@@ -155,3 +176,19 @@ class Command(BaseCommand):
             ending="",
         )
         self.stdout.flush()
+
+
+def backdated_key(when: datetime, sequence: int) -> int:
+    """A key carrying the time ``when``, for demo data only: an application never makes keys
+    in the past (:func:`django_snowflake.generate` gives the current time). seed_demo makes
+    them only into an empty orders table, each with its own ``sequence``, so they are unique
+    there."""
+    generator = get_generator()
+    lease = generator.ensure_lease()
+    layout = generator.layout
+    return layout.compose(
+        layout.to_units(int(when.timestamp() * 1000)),
+        worker_id=lease.worker_id,
+        datacenter_id=lease.datacenter_id,
+        sequence=sequence,
+    )
