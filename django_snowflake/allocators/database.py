@@ -192,7 +192,9 @@ def _galera_state(cursor: Any) -> str:
 
     Every node of a cluster has every committed write, so the state UUID names the history
     whichever node answers: moving between nodes is no failover. A cluster bootstrapped anew
-    (every node crashed, a restore) starts another history, with another UUID.
+    from a node that recovered no position (every node crashed) starts another history, with
+    another UUID; one bootstrapped from a node that kept its position keeps it, even when
+    that node missed writes (docs: "High-availability databases", Galera).
     """
     cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
     wsrep = cursor.fetchone()
