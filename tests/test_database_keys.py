@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import sqlite3
@@ -30,9 +31,10 @@ from django_snowflake.database_keys import (
     install_sql,
     installed_slot,
     lease_database_slot,
+    prepare_connection,
 )
 from django_snowflake.models import WorkerNode
-from tests.testapp.models import Basket, Writer
+from tests.testapp.models import Basket, Customer, Writer
 
 SERVER = pytest.mark.skipif(
     connection.vendor == "sqlite", reason="SQLite's function is the process's generator"
@@ -234,3 +236,84 @@ def test_savepoints_after_a_database_made_key() -> None:
             Writer.objects.create(name="c")
             raise ValueError("rolled back to the savepoint")
     assert sorted(Writer.objects.values_list("name", flat=True)) == ["a", "b"]
+
+
+@pytest.mark.django_db
+def test_raw_sql_into_a_snowflake_model_table_gets_a_key() -> None:
+    """SnowflakeField primary keys (SnowflakeModel) default to the function too: another
+    service's INSERT that leaves the key out used to fail with NOT NULL (issue 19 item 6)."""
+    table = connection.ops.quote_name(Customer._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} (name) VALUES ('from another service')")
+    (customer,) = Customer.objects.all()
+    assert django_snowflake.decode(customer.pk).timestamp.year >= 2025
+
+
+def test_a_copy_of_the_key_field_carries_no_database_default() -> None:
+    """django-simple-history copies a model's fields into its historical model and turns the
+    key into a plain BigIntegerField (transform_field); the copy kept db_default, so its
+    migrations named our function and, without migrations, PostgreSQL could not create the
+    table (0 of simple-history's 363 tests ran, issue 19 item 8)."""
+    from django.db import models
+
+    from django_snowflake.database_keys import _writing_columns
+    from django_snowflake.fields import SnowflakeAutoField, SnowflakeField
+
+    for original in (SnowflakeAutoField(primary_key=True), SnowflakeField(primary_key=True)):
+        original.set_attributes_from_name("id")
+        copied = copy.copy(original)
+        copied.__class__ = models.BigIntegerField
+        copied.primary_key = False
+        token = _writing_columns.set(connection.vendor)  # as the schema editor writes it
+        try:
+            assert not copied.has_db_default()
+            assert "db_default" not in copied.deconstruct()[3]
+            assert original.has_db_default()
+        finally:
+            _writing_columns.reset(token)
+        assert not original.has_db_default()  # outside the schema editor: no default
+
+
+@SERVER
+@pytest.mark.django_db(transaction=True)
+def test_without_migrations_the_function_exists_before_the_first_table() -> None:
+    """pytest-django's --nomigrations (and an app's own test settings) create tables with the
+    schema editor alone: the function is installed before the first table that refers to it,
+    in a database that has never had it."""
+    from django.db import models
+    from django.test.utils import isolate_apps
+
+    from django_snowflake.fields import SnowflakeAutoField
+
+    with isolate_apps("tests.testapp"):
+
+        class Fresh(models.Model):
+            id = SnowflakeAutoField(primary_key=True)
+            name = models.CharField(max_length=10)
+
+            class Meta:
+                app_label = "testapp"
+
+            def __str__(self) -> str:
+                return self.name
+
+    name = f"snowflake_fresh_{os.getpid()}"
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE {name}")
+    wrapper = type(connections["default"])
+    fresh_db = wrapper({**connection.settings_dict, "NAME": name}, alias="fresh")
+    prepare_connection(fresh_db)  # as every alias of a project is at start-up
+    try:
+        with fresh_db.schema_editor(atomic=False) as editor:
+            editor.create_model(Fresh)
+        table = fresh_db.ops.quote_name(Fresh._meta.db_table)
+        with fresh_db.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {table} (name) VALUES ('raw')")
+            cursor.execute(f"SELECT id FROM {table}")
+            (key,) = cursor.fetchone()
+        slot = lease_database_slot("fresh", get_layout())
+        assert slot is not None and django_snowflake.decode(key).worker_id == slot[0]
+    finally:
+        fresh_db.close()
+        with connection.cursor() as cursor:
+            cursor.execute(f"DROP DATABASE {name}")
