@@ -184,6 +184,13 @@ def go_and_time(processes: list[Process], go: Path) -> dict[str, float]:
     return {worker.name: (int(worker.wait("first")[1]) - fired) / 1000 for worker in processes}
 
 
+def first_id_bound() -> float:
+    """Seconds within which a process issues its first ID: one, on a machine loaded no more
+    than four times its cores (measured 0.14 to 0.70 s); more on one shared by several test
+    runs (1.17 s at a load of 14 per core)."""
+    return max(1.0, os.getloadavg()[0] / (os.cpu_count() or 1) / 4)
+
+
 def unit_ms(value: int) -> float:
     return LAYOUT.decompose(value).timestamp.timestamp() * 1000
 
@@ -252,7 +259,7 @@ def test_a_claim_storm_over_the_three_nodes(
     time.sleep(SECONDS)
     ids = {worker.name: worker.finish() for worker in storm}
     summary(f"claim storm, {len(storm)} processes", ids, firsts)
-    assert max(firsts.values()) < 1, firsts
+    assert max(firsts.values()) < first_id_bound(), firsts
     assert not [worker.stopped() for worker in storm if worker.stopped()]
 
 
@@ -272,7 +279,7 @@ def test_processes_behind_a_round_robin_proxy(
     time.sleep(max(SECONDS, 3))
     ids = {worker.name: worker.finish() for worker in first + second}
     summary("round-robin proxy, 2 waves of 3 processes, 3 s lease", ids, firsts)
-    assert max(firsts.values()) < 1, firsts
+    assert max(firsts.values()) < first_id_bound(), firsts
     assert not [worker.stopped() for worker in first + second if worker.stopped()]
 
 
@@ -369,13 +376,13 @@ def test_kill_9_of_a_node_and_its_rejoin(
         firsts,
     )
     assert all(max(map(unit_ms, values)) > rejoined for values in ids.values())
-    assert max(firsts.values()) < 1, firsts
+    assert max(firsts.values()) < first_id_bound(), firsts
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 22: migration 0003's sequence is refused by Galera (CACHE), and the "
-    "function's MyISAM base is not replicated (the lead is rewriting the function)",
+    reason="issue 22: the function's cached counter sequence is refused by Galera, and "
+    "NEXTVAL is not certified across nodes (docs: High-availability databases, Galera)",
 )
 def test_migrate_and_the_database_function_on_every_node(cluster: galera.Galera) -> None:
     """``migrate`` on the cluster, then the database function drawn on the three nodes at
