@@ -8,36 +8,41 @@ the function may also write the table). So the function touches sequences only, 
 and drawn without a lock that anyone waits for:
 
 - **The clock** is ``m = base + counter`` in layout units (time ``m >> sequence_bits``, the
-  sequence below). ``counter`` is one sequence, drawn by every call. ``base`` is the sum of a few
-  ``NOCACHE`` sequences, ``base_0``, ``base_1``, ... whose increments are 1, ``R``, ``R**2``, ...
-  time units (``R = 2**RADIX_BITS``), read through their tables (``next_not_cached_value``, the
+  sequence below). ``counter`` is one sequence, drawn by every call. ``base`` is a
+  :class:`Digits` number: the sum of ``NOCACHE`` sequences ``base_0``, ``base_1``, ... moving
+  by 1, 64, 4096, ... time units, read through their tables (``next_not_cached_value``, the
   latest value, never a snapshot). ``SETVAL`` takes only literals and a function may not run
   dynamic SQL, so the function moves ``base`` only by drawing them, digit by digit: a catch-up
   after an idle hour is a few dozen draws, the catch-up of a busy server one.
 - **Unique, lock-free**: a call reads ``base``, draws ``counter``, reads ``base`` again and
-  uses the value only if the two reads agree (it reads ``base_0`` and caches the others,
-  which a catch-up moves only with the sequence ``version`` odd: a sequence lock). Every part of ``base`` only grows, so equal sums
-  mean no part moved across the draw: ``base`` had that value at the instant of the draw.
-  Draws are totally ordered and ``base`` never falls, so ``m`` grows strictly with the draws:
-  no two calls get the same ``m``, whatever the clock does, in any transaction. A sequence
-  draw is not transactional (no row lock held to commit, nothing a ROLLBACK undoes, no warning
-  1196) and takes no lock that a writer of another table waits for.
+  uses the value only if the two reads agree. It reads ``base_0`` and caches the other digits,
+  which a catch-up moves only while the sequence ``version`` is odd (a sequence lock: the cache
+  holds while ``version`` is even and unchanged). Every digit only grows, so equal reads mean
+  none moved across the draw: ``base`` had that value at the instant of the draw. Draws are
+  totally ordered and ``base`` never falls, so ``m`` grows strictly with the draws: no two
+  calls get the same ``m``, whatever the clock does, in any transaction. A sequence draw is
+  not transactional (no row lock held to commit, nothing a ROLLBACK undoes, no warning 1196)
+  and takes no lock that a writer of another table waits for.
 - **Following the wall clock** (``SYSDATE()``, the real time even within a long statement; it
   ignores ``SET TIMESTAMP``): a call whose ``m`` is behind it catches ``base`` up, under
   ``GET_LOCK(name, 0)`` so that one session moves it at a time; a session that does not get
   the lock returns its value, unique and slightly behind, rather than queue.
-- **A bound on the lead**: the sequences ``mark_0``, ``mark_1``, ... (the same digits) hold
-  the last catch-up or skip point ``P`` (raised lazily, when the clock is half a lead past it).
-  The function never returns a key whose time is more than ``lead`` units past
-  ``max(now, P)``: a burst that runs further waits (``DO SLEEP``) for the clock.
-- **Failover and restore**: the sequences ``seen_0``, ``seen_1``, ... record the incarnation
-  of the server (:data:`MYSQL_INCARNATION_SQL`) the clock last skipped for, as a count of skips
-  times ``2**32`` plus its CRC32. A session's first call compares it (then caches the answer
-  in a user variable); on a new incarnation, one session (the others wait for it on
-  ``GET_LOCK``) skips the clock to ``max(now, replayed m, replayed P) + hold + 2 * lead``
-  before its first key and records it: every key of the old server whose write was lost is
-  below (those keys were at most ``lead`` past ``max(its clock, P)``). The record is not
-  transactional either: a caller's ROLLBACK keeps it.
+- **A bound on the lead**: the number ``mark`` holds the last catch-up or skip point ``P``
+  (raised every half lead, rounding down). The function never returns a key whose time is
+  more than ``lead`` units past ``max(now, P)``: a burst that runs further waits
+  (``DO SLEEP``) for the clock.
+- **Failover and restore**: the number ``seen`` records the incarnation of the server
+  (:data:`MYSQL_INCARNATION_SQL`) the clock last skipped for, as its CRC32 modulo ``2**32``.
+  A session's first call compares it (then caches the answer in a user variable); on a new
+  incarnation, one session (the others wait for it on ``GET_LOCK``) skips the clock to
+  ``max(now, replayed m, replayed P) + hold + 2 * lead`` before its first key and records
+  it: every key of the old server whose write was lost is below (those keys were at most
+  ``lead`` past ``max(its clock, P)``). The record is not transactional either: a caller's
+  ROLLBACK keeps it.
+- **Cost**: MariaDB opens and locks, for every statement that may call the function, each
+  sequence the function may touch (about 4 % of a keyed INSERT's throughput per sequence,
+  measured), so every number has as few digits as its draws allow: 15 sequences with the
+  ``twitter`` layout.
 
 The install statements are idempotent, and carry the clock of earlier versions (a one-row
 MyISAM table ``base`` beside the same ``counter``) over before they drop it.
@@ -45,26 +50,17 @@ MyISAM table ``base`` beside the same ``counter``) over before they drop it.
 
 from __future__ import annotations
 
+import dataclasses
+
 from .layout import BitLayout
 
 FUNCTION = "django_snowflake_id"
 COUNTER = "django_snowflake_id_counter"
 #: The one-row table of the base in earlier versions (MyISAM), carried over and dropped.
 OLD_BASE = "django_snowflake_id_base"
-BASE = "django_snowflake_id_base_"
-MARK = "django_snowflake_id_mark_"
-#: Sequences whose sum records the incarnation the clock has skipped for: a count of skips
-#: times 2**32 plus the CRC32 of the incarnation. Only sequences: an InnoDB row read by a
-#: function called from an INSERT is read with a lock held to commit (X when the function
-#: may write it), which serialised every session's first key behind the longest statement.
-SEEN = "django_snowflake_id_seen_"
-SEEN_RADIX_BITS = 8
-SEEN_SCALES = 7
 #: Odd while a catch-up moves the high digits of ``base`` (``base_1``...), which every
 #: session caches while it stays even and unchanged.
 VERSION = "django_snowflake_id_version"
-#: Each sequence of ``base`` and ``mark`` moves by ``2**RADIX_BITS`` times the one before it.
-RADIX_BITS = 6
 #: Which server the clock runs on: the incarnation of ``allocators.database``.
 MYSQL_INCARNATION_SQL = "CONCAT(@@server_id, '@', @@hostname, ':', @@port)"
 #: The session's cached answers (user variables).
@@ -77,9 +73,80 @@ VERSION_VARIABLE = "@django_snowflake_id_version"
 LOCK_SQL = "CONCAT('django_snowflake_id:', MD5(DATABASE()))"
 
 
-def scales(layout: BitLayout) -> int:
-    """How many sequences hold ``base`` (and ``mark``): enough digits for every time."""
-    return -(-layout.time_bits // RADIX_BITS)
+@dataclasses.dataclass(frozen=True)
+class Digits:
+    """A number that only grows, kept in the ``NOCACHE`` sequences ``<prefix>0``,
+    ``<prefix>1``, ...: the ``i``-th moves by ``step * 2**(radix_bits * i)``, and the number is
+    the sum of their ``next_not_cached_value``. Every sequence a function may touch is locked
+    for each statement that calls it, so each number has as few digits as its draws allow."""
+
+    prefix: str
+    step: int
+    radix_bits: int
+    count: int
+
+    def create_sql(self) -> list[str]:
+        return [
+            f"CREATE SEQUENCE IF NOT EXISTS {self.prefix}{i} START WITH 0 MINVALUE 0 "
+            f"INCREMENT BY {self.step << (self.radix_bits * i)} NOCACHE"
+            for i in range(self.count)
+        ]
+
+    def sum_sql(self, *, first: int = 0) -> str:
+        """The number (or its digits from ``first`` on) as it is now, in one statement."""
+        if first >= self.count:
+            return "0"
+        total = " + ".join(f"s{i}.next_not_cached_value" for i in range(first, self.count))
+        tables = ", ".join(f"{self.prefix}{i} s{i}" for i in range(first, self.count))
+        return f"(SELECT {total} FROM {tables})"
+
+    def raise_sql(self, steps: str, *, first: int = 0, last: int | None = None) -> str:
+        """Statements drawing digits ``first..last`` highest first, until the number moved by
+        ``steps`` steps (a variable, left with what those digits cannot take)."""
+        top = self.count if last is None else last + 1
+        return " ".join(
+            f"WHILE {steps} >= {1 << (self.radix_bits * i)} DO "
+            f"SET x = NEXT VALUE FOR {self.prefix}{i}; "
+            f"SET {steps} = {steps} - {1 << (self.radix_bits * i)}; END WHILE;"
+            for i in reversed(range(first, top))
+        )
+
+    def setval_sql(self, target: str) -> list[str]:
+        """Top-level statements raising the number to ``target`` (a SQL expression) if it is
+        below, through ``SETVAL`` of the first digit. The value goes through a user variable:
+        ``EXECUTE IMMEDIATE`` takes no subquery."""
+        first = f"(SELECT increment FROM {self.prefix}0)"
+        return [
+            f"SET {SETVAL_VARIABLE} = IF(({target}) > {self.sum_sql()}, "
+            f"GREATEST(0, ({target}) - {self.sum_sql(first=1)} - {first}), NULL)",
+            "EXECUTE IMMEDIATE COALESCE("
+            f"CONCAT('DO SETVAL({self.prefix}0, ', {SETVAL_VARIABLE}, ')'), 'DO 0')",
+        ]
+
+
+def base_digits(layout: BitLayout) -> Digits:
+    """``base``, in units of the layout's sequence: a digit per 64 time units, so catching up
+    after half a second of quiet is 60 draws or fewer."""
+    return Digits(
+        "django_snowflake_id_base_", 1 << layout.sequence_bits, 6, -(-layout.time_bits // 6)
+    )
+
+
+def mark_digits(layout: BitLayout) -> Digits:
+    """``mark`` (the last catch-up or skip point), in time units. It is raised every half lead
+    (rounding down, so it never passes the clock): its first digit is the largest power of two
+    within half a lead, and a digit per 2**11 of those."""
+    half = max(1, max(1, 1000 // layout.time_unit_ms) // 2)
+    step = 1 << (half.bit_length() - 1)
+    bits = max(1, layout.time_bits - (step.bit_length() - 1))
+    return Digits("django_snowflake_id_mark_", step, 11, -(-bits // 11))
+
+
+#: The incarnation the clock last skipped for: the sum is CRC32(incarnation) modulo 2**32.
+#: Only sequences: an InnoDB row read by a function called from an INSERT is read with a lock
+#: held to commit (X when the function may write it), which made every session's first key
+#: wait for the longest statement. A new record adds less than 2**32.
+SEEN = Digits("django_snowflake_id_seen_", 1, 11, 3)
 
 
 def now_units_sql(layout: BitLayout) -> str:
@@ -87,66 +154,27 @@ def now_units_sql(layout: BitLayout) -> str:
     return f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms}) / {layout.time_unit_ms})"
 
 
-def _sum_sql(prefix: str, count: int, *, first: int = 0) -> str:
-    """The sum of the sequences ``prefix<first>..`` as they are now (a one-row join)."""
-    if first >= count:
-        return "0"
-    total = " + ".join(f"s{j}.next_not_cached_value" for j in range(first, count))
-    tables = ", ".join(f"{prefix}{j} s{j}" for j in range(first, count))
-    return f"(SELECT {total} FROM {tables})"
-
-
-def _raise_sql(
-    prefix: str, count: int, units: str, *, first: int = 0, radix_bits: int = RADIX_BITS
-) -> str:
-    """Statements drawing ``prefix<first>..`` digit by digit, highest first, until they moved
-    by ``units`` (a variable: what the lowest one cannot take is left in it)."""
-    radix = 1 << radix_bits
-    return " ".join(
-        f"WHILE {units} >= {radix**j} DO SET x = NEXT VALUE FOR {prefix}{j}; "
-        f"SET {units} = {units} - {radix**j}; END WHILE;"
-        for j in reversed(range(first, count))
-    )
-
-
-def _raise_base_sql(count: int, units: str) -> str:
-    """Statements moving ``base`` up by ``units`` (a variable): the high digits, if any, with
+def _raise_base_sql(base: Digits, steps: str) -> str:
+    """Statements moving ``base`` up by ``steps`` (a variable): the high digits, if any, with
     ``version`` odd (a catch-up in progress), then ``base_0``."""
     return (
-        f"IF {units} >= {1 << RADIX_BITS} THEN "
+        f"IF {steps} >= {1 << base.radix_bits} THEN "
         f"SET x = NEXT VALUE FOR {VERSION}; "
         f"IF x % 2 = 1 THEN SET x = NEXT VALUE FOR {VERSION}; END IF; "
-        f"{_raise_sql(BASE, count, units, first=1)} "
+        f"{base.raise_sql(steps, first=1)} "
         f"SET x = NEXT VALUE FOR {VERSION}; "
         f"IF x % 2 = 0 THEN SET x = NEXT VALUE FOR {VERSION}; END IF; "
-        f"END IF; {_raise_sql(BASE, 1, units)}"
+        f"END IF; {base.raise_sql(steps, last=0)}"
     )
-
-
-def _setval_sql(prefix: str, count: int, target: str) -> list[str]:
-    """Top-level statements raising the sum of ``prefix0..`` to ``target`` (a SQL expression)
-    if it is below, through ``SETVAL`` of the first. The value goes through a user variable:
-    ``EXECUTE IMMEDIATE`` takes no subquery."""
-    total = _sum_sql(prefix, count)
-    others = _sum_sql(prefix, count, first=1)
-    first = f"(SELECT increment FROM {prefix}0)"
-    return [
-        f"SET {SETVAL_VARIABLE} = IF(({target}) > {total}, "
-        f"GREATEST(0, ({target}) - {others} - {first}), NULL)",
-        f"EXECUTE IMMEDIATE COALESCE(CONCAT('DO SETVAL({prefix}0, ', {SETVAL_VARIABLE}, ')'), "
-        "'DO 0')",
-    ]
 
 
 def mysql_floor_sql(layout: BitLayout, units: int) -> list[str]:
     """Top-level statements making the function's next key carry a time of at least
     ``units`` (and its lead bound count from there)."""
-    sb = layout.sequence_bits
-    j = scales(layout)
     counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
     return [
-        *_setval_sql(BASE, j, f"{units} * {1 << sb} - {counter}"),
-        *_setval_sql(MARK, j, str(units)),
+        *base_digits(layout).setval_sql(f"{units} * {1 << layout.sequence_bits} - {counter}"),
+        *mark_digits(layout).setval_sql(str(units)),
     ]
 
 
@@ -168,43 +196,29 @@ def mysql_function_sql(
     function's comment (by default its layout).
     """
     sb = layout.sequence_bits
-    j = scales(layout)
+    base, mark = base_digits(layout), mark_digits(layout)
     now_units = now_units_sql(layout)
     counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
     old_base = f"COALESCE((SELECT base FROM {OLD_BASE} WHERE id = 1), 0)"
-    statements = [f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0"]
-    for prefix, unit in ((BASE, 1 << sb), (MARK, 1)):
-        statements += [
-            f"CREATE SEQUENCE IF NOT EXISTS {prefix}{i} START WITH 0 MINVALUE 0 "
-            f"INCREMENT BY {unit << (RADIX_BITS * i)} NOCACHE"
-            for i in range(j)
-        ]
-    statements += [
-        f"CREATE SEQUENCE IF NOT EXISTS {SEEN}{i} START WITH 0 MINVALUE 0 "
-        f"INCREMENT BY {1 << (SEEN_RADIX_BITS * i)} NOCACHE"
-        for i in range(SEEN_SCALES)
-    ]
-    statements += [
+    return [
+        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
+        *base.create_sql(),
+        *mark.create_sql(),
+        *SEEN.create_sql(),
         f"CREATE SEQUENCE IF NOT EXISTS {VERSION} START WITH 0 MINVALUE 0 NOCACHE",
         # The server the function is first installed on is the clock's own.
-        *_setval_sql(
-            SEEN,
-            SEEN_SCALES,
-            f"IF({_sum_sql(SEEN, SEEN_SCALES)} = 0, {1 << 32} + CRC32({MYSQL_INCARNATION_SQL}), 0)",
-        ),
+        *SEEN.setval_sql(f"IF({SEEN.sum_sql()} = 0, CRC32({MYSQL_INCARNATION_SQL}), 0)"),
         # So that the carry-over reads a table whether or not an earlier version left one.
         f"CREATE TABLE IF NOT EXISTS {OLD_BASE} "
         "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=InnoDB",
         # The clock starts at the wall clock and above every key of an earlier version; while
         # that one still runs (until the function is replaced) it may catch its base up to
         # the wall clock, so the new one starts a lead ahead.
-        *_setval_sql(
-            BASE,
-            j,
+        *base.setval_sql(
             f"GREATEST({old_base}, ({now_units} + IF({old_base} > 0, {lead_units}, 0)) * {1 << sb}"
             f" - {counter})",
         ),
-        *_setval_sql(MARK, j, f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb})"),
+        *mark.setval_sql(f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb})"),
         _function_sql(
             layout,
             slot,
@@ -215,7 +229,6 @@ def mysql_function_sql(
         ),
         f"DROP TABLE IF EXISTS {OLD_BASE}",
     ]
-    return statements
 
 
 def _function_sql(
@@ -250,12 +263,10 @@ def _function_sql(
     worker, datacenter = slot
     sb = layout.sequence_bits
     unit = 1 << sb
-    j = scales(layout)
+    digits, marks = base_digits(layout), mark_digits(layout)
     fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
-    base = _sum_sql(BASE, j)
-    mark = _sum_sql(MARK, j)
-    high = _sum_sql(BASE, j, first=1)
-    seen = _sum_sql(SEEN, SEEN_SCALES)
+    base, mark, high = digits.sum_sql(), marks.sum_sql(), digits.sum_sql(first=1)
+    seen = SEEN.sum_sql()
     now_units = now_units_sql(layout)
     half = lead_units // 2
     lock = "lock_name"
@@ -282,14 +293,14 @@ def _function_sql(
                     SET p = {mark};
                     SET m = GREATEST({now_units}, (b1 + n) DIV {unit}, p)
                         + {hold_units} + {2 * lead_units};
-                    SET k = m - p;
-                    {_raise_sql(MARK, j, "k")}
+                    SET k = (m - p) DIV {marks.step};
+                    {marks.raise_sql("k")}
                     SET k = m - (b1 + n) DIV {unit};
-                    {_raise_base_sql(j, "k")}
+                    {_raise_base_sql(digits, "k")}
                     SET {MARK_VARIABLE} = m;
-                    SET k = (t DIV {1 << 32} + 1) * {1 << 32} + CRC32({MYSQL_INCARNATION_SQL})
-                        - t;
-                    {_raise_sql(SEEN, SEEN_SCALES, "k", radix_bits=SEEN_RADIX_BITS)}
+                    SET k = ({1 << 32} + CAST(CRC32({MYSQL_INCARNATION_SQL}) AS SIGNED) - t % {1 << 32})
+                        % {1 << 32};
+                    {SEEN.raise_sql("k")}
                 END IF;
                 DO RELEASE_LOCK({lock});
             END IF;
@@ -299,12 +310,12 @@ def _function_sql(
     draw: LOOP
         -- A table's row is read before the select list is evaluated: b1, v1, then the draw.
         SELECT s0.next_not_cached_value, v.next_not_cached_value, NEXT VALUE FOR {COUNTER}
-            INTO b1, v1, n FROM {BASE}0 s0, {VERSION} v;
+            INTO b1, v1, n FROM {digits.prefix}0 s0, {VERSION} v;
         -- base_0 and version unchanged across the draw, and version as when the high digits
         -- were cached: base was b1 + those at the draw.
         SELECT IF(s0.next_not_cached_value = b1 AND v.next_not_cached_value = v1
                 AND v1 = {VERSION_VARIABLE}, b1 + {HIGH_VARIABLE} + n, NULL),
-            {now_units} INTO m, now_u FROM {BASE}0 s0, {VERSION} v;
+            {now_units} INTO m, now_u FROM {digits.prefix}0 s0, {VERSION} v;
         IF m DIV {unit} >= now_u THEN
             LEAVE draw;
         END IF;
@@ -344,19 +355,19 @@ def _function_sql(
                 LEAVE draw;
             END IF;
             SELECT s0.next_not_cached_value, v.next_not_cached_value INTO b2, k
-                FROM {BASE}0 s0, {VERSION} v;
+                FROM {digits.prefix}0 s0, {VERSION} v;
             SET b2 = IF(k = {VERSION_VARIABLE}, b2 + {HIGH_VARIABLE}, {base});
             IF b2 = m - n THEN
                 -- Nobody moved base since m was drawn: move it by what m is behind.
                 SET k = now_u - m DIV {unit};
-                {_raise_base_sql(j, "k")}
+                {_raise_base_sql(digits, "k")}
             END IF;
             IF {MARK_VARIABLE} IS NULL OR now_u > {MARK_VARIABLE} + {half} THEN
                 SET p = {mark};
                 IF now_u > p + {half} THEN
-                    SET k = now_u - p;
-                    {_raise_sql(MARK, j, "k")}
-                    SET p = now_u;
+                    SET k = (now_u - p) DIV {marks.step};
+                    SET p = p + k * {marks.step};
+                    {marks.raise_sql("k")}
                 END IF;
                 SET {MARK_VARIABLE} = p;
             END IF;
