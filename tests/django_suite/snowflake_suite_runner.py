@@ -27,7 +27,10 @@ class RecordingResult(unittest.TextTestResult):
             return
         if previous and previous["outcome"] in FAILED:
             detail = previous["detail"] + "\n" + detail
-        self.outcomes[key] = {"outcome": outcome, "detail": detail[-6000:]}
+        if len(detail) > 6000:
+            # The exception's first line, then what ends it (assertNumQueries lists every query).
+            detail = detail[:3000] + "\n[...]\n" + detail[-3000:]
+        self.outcomes[key] = {"outcome": outcome, "detail": detail}
 
     def addSuccess(self, test):
         super().addSuccess(test)

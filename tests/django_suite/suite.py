@@ -152,6 +152,20 @@ RULES: list[Rule] = [
         r"Alter field id on |^SystemExit: 1$|'Rename model \w+ to \w+' not found",
         tests=r"^migrations\.test_commands\.MakeMigrationsTests\.",
     ),
+    Rule(
+        "pk read back",
+        "asserts that the INSERT reads the pk back (RETURNING it); the process made the key, "
+        "so the INSERT carries it and reads back only the database's other defaults",
+        r"^AssertionError: 'RETURNING \"\w+\"\.\"id\"",
+        tests=r"^queries\.test_db_returning\.",
+    ),
+    Rule(
+        "pk among the INSERT's columns",
+        "counts bulk_create's batches from the fields other than the pk; the process's key is one "
+        "more column of each row, so the same rows take one more batch",
+        r'^\d+\. INSERT INTO "\w+" \("id", ',
+        tests=r"\.test_explicit_batch_size_respects_max_batch_size$",
+    ),
 ]
 BIGAUTOFIELD_RULE = Rule(
     "fails with BigAutoField too",
