@@ -62,11 +62,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.db import DatabaseError, IntegrityError, connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 from django.db.migrations.operations.base import Operation
+from django.utils import timezone
 
 from .exceptions import LayoutMismatch, SnowflakeError
 from .layout import BitLayout
@@ -382,7 +384,9 @@ def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None
         held = mine.filter(label=label).first()
     if held is not None:
         return held.worker_id, held.datacenter_id
-    now = datetime.now(UTC)
+    # Naive datetimes when USE_TZ is False: MySQL's backend refuses aware ones then.
+    now = timezone.now()
+    never = LEASE_END if django_settings.USE_TZ else LEASE_END.replace(tzinfo=None)
     for worker in range(layout.max_worker_id, -1, -1):
         if nodes.filter(worker_id=worker, datacenter_id=datacenter).exists():
             continue
@@ -396,7 +400,7 @@ def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None
                     process_id=0,
                     launched_at=now,
                     heartbeat_at=now,
-                    lease_expires_at=LEASE_END,
+                    lease_expires_at=never,
                     released_at=None,
                     last_timestamp=0,
                     layout=layout.fingerprint,
@@ -536,11 +540,11 @@ class AddDatabaseDefaults(Operation):
         from_state: Any,
         to_state: Any,
     ) -> None:
-        from django.apps import apps
-
         connection = schema_editor.connection
         tables = set(connection.introspection.table_names())
-        for model in apps.get_models(include_auto_created=True):
+        # The migration state, not the models: with the switch turned on, a model whose
+        # migrations made an AutoField column reports a SnowflakeAutoField at run time.
+        for model in to_state.apps.get_models(include_auto_created=True):
             pk = model._meta.pk
             if (
                 _is_database_keyed(pk)
@@ -589,8 +593,10 @@ class SnowflakeSchemaEditorMixin:
 
     def _snowflake_default(self, model: Any, pk: Any) -> None:
         """Give the existing table of ``model`` the key default (see AddDatabaseDefaults)."""
-        self._snowflake_install(pk)
         table, column = model._meta.db_table, pk.column
+        if not self._snowflake_plain_bigint(table, column):
+            return
+        self._snowflake_install(pk)
         q = self.quote_name  # type: ignore[attr-defined]
         vendor = self.connection.vendor
         if vendor == "postgresql":
@@ -607,6 +613,33 @@ class SnowflakeSchemaEditorMixin:
                 (definition,) = cursor.fetchone()
             if FUNCTION not in definition:
                 self._remake_table(model)  # SQLite alters a default by copying the table
+
+    def _snowflake_plain_bigint(self, table: str, column: str) -> bool:
+        """Whether ``table.column`` is a bigint with no identity or auto-increment of its own
+        (a column a migration made for an AutoField keeps its sequence: the project has not
+        migrated it to a Snowflake key yet, docs/migrating.rst)."""
+        vendor = self.connection.vendor
+        with self.connection.cursor() as cursor:
+            if vendor == "postgresql":
+                cursor.execute(
+                    "SELECT data_type, is_identity, coalesce(column_default, '') "
+                    "FROM information_schema.columns WHERE table_schema = current_schema() "
+                    "AND table_name = %s AND column_name = %s",
+                    [table, column],
+                )
+                kind, identity, default = cursor.fetchone()
+                return kind == "bigint" and identity == "NO" and "nextval" not in default
+            if vendor == "mysql":
+                cursor.execute(
+                    "SELECT data_type, extra FROM information_schema.columns "
+                    "WHERE table_schema = DATABASE() AND table_name = %s AND column_name = %s",
+                    [table, column],
+                )
+                kind, extra = cursor.fetchone()
+                return kind == "bigint" and "auto_increment" not in extra.lower()
+            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [table])
+            (definition,) = cursor.fetchone()
+            return "AUTOINCREMENT" not in definition.upper()
 
     def _snowflake_trigger(self, model: Any, old: Any, new: Any) -> None:
         if self.connection.vendor != "mysql":

@@ -65,8 +65,9 @@ class _SnowflakeColumnMixin:
         # which take get_db_prep_value, untouched here. A value being stored needs none: the
         # column is bigint, the bulk path casts its array to bigint[], and PostgreSQL widens
         # whatever smaller integer type psycopg picks. The wrapper made PostgreSQL's
-        # bulk_create a tenth slower. Anything but an int takes the full chain.
-        if value.__class__ is int:
+        # bulk_create a tenth slower. Anything but an int takes the full chain, and so does 0,
+        # which AutoField refuses on MySQL and MariaDB (validate_autopk_value).
+        if value.__class__ is int and value:
             return value
         return super().get_db_prep_save(value, connection)  # type: ignore[misc]
 
@@ -229,6 +230,7 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
     # The INSERT carries the key the process made: nothing to read back (on MySQL, reading
     # back through LAST_INSERT_ID() would even overwrite it with 0).
     db_returning = False
+
     def contribute_to_class(  # type: ignore[override]  # the stubs of Field and AutoFieldMixin differ
         self, cls: type[models.Model], name: str, **kwargs: Any
     ) -> None:

@@ -84,6 +84,15 @@ def test_bulk_create_ignore_conflicts_keeps_the_keys_the_process_made() -> None:
     assert Writer.objects.get(pk=existing.pk).name == "a"
 
 
+def test_a_key_of_0_is_refused_where_autofield_refuses_it() -> None:
+    if connection.features.allows_auto_pk_0:
+        pytest.skip("0 is a key there")
+    # MySQL and MariaDB read 0 as "generate" (the trigger did so): Django's ValueError, as
+    # with AutoField (its own bulk_create test_zero_as_autoval).
+    with pytest.raises(ValueError, match="does not accept 0"):
+        Writer.objects.bulk_create([Writer(id=0, name="zero")])
+
+
 @pytest.mark.skipif(
     not connection.features.supports_update_conflicts_with_target,
     reason="MariaDB's upsert has no conflict target and RETURNING nothing for it",

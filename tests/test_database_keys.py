@@ -317,3 +317,65 @@ def test_without_migrations_the_function_exists_before_the_first_table() -> None
         fresh_db.close()
         with connection.cursor() as cursor:
             cursor.execute(f"DROP DATABASE {name}")
+
+
+@SERVER
+@pytest.mark.django_db
+def test_a_database_slot_is_leased_with_use_tz_off() -> None:
+    """Django's own test settings have USE_TZ = False; MySQL's backend refused the aware
+    datetimes of the lease, so migrate failed there."""
+    with override_settings(USE_TZ=False):
+        slot = lease_database_slot("naive-clock", get_layout())
+    assert slot is not None
+    assert WorkerNode.objects.get(label=database_label("naive-clock")).lease_expires_at.year == 9999
+
+
+@pytest.mark.django_db(transaction=True)
+def test_defaults_leave_a_column_a_migration_made_for_an_auto_field_alone() -> None:
+    """An existing project turns the switch on before migrating its keys (docs/migrating.rst):
+    at run time its models report SnowflakeAutoField, while their columns are still identity or
+    auto-increment columns of AutoField. Migration 0004 must leave those alone (it failed:
+    'column "id" of relation ... is an identity column')."""
+    from django.db import models
+    from django.test.utils import isolate_apps
+
+    from django_snowflake.fields import SnowflakeAutoField
+
+    with isolate_apps("tests.testapp"):
+
+        class Post(models.Model):
+            id = models.BigAutoField(primary_key=True)
+
+            class Meta:
+                app_label = "testapp"
+                db_table = "testapp_switched_post"
+
+            def __str__(self) -> str:
+                return str(self.pk)
+
+        class SwitchedPost(models.Model):
+            id = SnowflakeAutoField(primary_key=True)
+
+            class Meta:
+                app_label = "testapp"
+                db_table = "testapp_switched_post"
+
+            def __str__(self) -> str:
+                return str(self.pk)
+
+    with connection.schema_editor() as editor:
+        editor.create_model(Post)
+    try:
+        with connection.schema_editor() as editor:
+            editor._snowflake_default(SwitchedPost, SwitchedPost._meta.pk)  # type: ignore[attr-defined]
+        table = connection.ops.quote_name(Post._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} DEFAULT VALUES"
+                if connection.vendor != "mysql"
+                else f"INSERT INTO {table} () VALUES ()"
+            )
+        assert Post.objects.get().pk < 100  # still numbered by the database's own sequence
+    finally:
+        with connection.schema_editor() as editor:
+            editor.delete_model(Post)
