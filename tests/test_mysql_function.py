@@ -358,14 +358,10 @@ def _step_clock(path: Path, offset_s: int) -> None:
     path.write_text(f"{offset_s:+d}\n")
 
 
-@pytest.mark.slow
-def test_the_server_clock_stepping_back_never_sends_keys_back() -> None:
-    """A private server under libfaketime: its clock steps back a minute."""
-    if not LIBFAKETIME.exists():
-        pytest.skip("libfaketime is not installed")
-    clock = Path(os.environ.get("TMPDIR", "/tmp")) / f"faketime-{os.getpid()}"
-    _step_clock(clock, 0)
-    server = PrivateServer("mariadb")
+@contextlib.contextmanager
+def _faketime(clock: Path) -> Iterator[None]:
+    """Processes started within take their clock from the file ``clock`` (libfaketime): the
+    real clock plus the offset written there, read again at every call."""
     env = {
         "LD_PRELOAD": str(LIBFAKETIME),
         "FAKETIME_TIMESTAMP_FILE": str(clock),
@@ -375,13 +371,25 @@ def test_the_server_clock_stepping_back_never_sends_keys_back() -> None:
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
-        server.start()
+        yield
     finally:
         for key, value in saved.items():
             if value is None:
                 os.environ.pop(key)
             else:
                 os.environ[key] = value
+
+
+@pytest.mark.slow
+def test_the_server_clock_stepping_back_never_sends_keys_back() -> None:
+    """A private server under libfaketime: its clock steps back a minute."""
+    if not LIBFAKETIME.exists():
+        pytest.skip("libfaketime is not installed")
+    clock = Path(os.environ.get("TMPDIR", "/tmp")) / f"faketime-{os.getpid()}"
+    _step_clock(clock, 0)
+    server = PrivateServer("mariadb")
+    with _faketime(clock):
+        server.start()
     try:
         database = Database(server.port)
         database.install(TWITTER)
@@ -427,16 +435,40 @@ def _load(database: Database, batch: int, stop: threading.Event) -> list[int]:
 @pytest.mark.failover
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("layout", "ahead_s", "batch"),
-    [(TWITTER, 0, 20), (TWITTER, 60, 20), (BAIDU, 0, 200)],
-    ids=["same-clocks", "primary-clock-stepped-back-60s", "baidu-burst"],
+    ("layout", "ahead_s", "stepped_back_s", "batch"),
+    [
+        (TWITTER, 0, 0, 20),
+        (TWITTER, 60, 0, 20),
+        (TWITTER, 0, 60, 20),
+        (BAIDU, 0, 0, 200),
+    ],
+    ids=["same-clocks", "clock-a-minute-ahead", "primary-clock-stepped-back-60s", "baidu-burst"],
 )
 def test_a_promoted_replica_never_returns_a_key_the_crashed_primary_returned(
-    layout: BitLayout, ahead_s: int, batch: int
+    layout: BitLayout,
+    ahead_s: int,
+    stepped_back_s: int,
+    batch: int,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """Load on the primary; the replica stops receiving; the primary goes on, then is killed
-    (-9); the replica is promoted and issues. A clock stepped back leaves the logical clock
-    ahead of it: made here by raising the primary's clock a minute past its wall clock."""
+    (-9); the replica is promoted and issues. A logical clock a minute ahead of every wall
+    clock is made by raising it; a primary clock stepped back is real (libfaketime): the
+    primary runs a minute ahead, issues, then its clock steps back to the replica's."""
+    clock = tmp_path / "clock"
+    if stepped_back_s:
+        if not LIBFAKETIME.exists():
+            pytest.skip("libfaketime is not installed")
+        _step_clock(clock, stepped_back_s)
+        start = PrivateServer.start
+
+        def start_primary_under_faketime(server: PrivateServer, *extra: str) -> None:
+            monkeypatch.setattr(PrivateServer, "start", start)  # the primary starts first
+            with _faketime(clock):
+                start(server, *extra)
+
+        monkeypatch.setattr(PrivateServer, "start", start_primary_under_faketime)
     pair = Pair("mariadb")
     try:
         primary = Database(pair.primary.port)
@@ -444,9 +476,13 @@ def test_a_promoted_replica_never_returns_a_key_the_crashed_primary_returned(
         if ahead_s:
             unit = layout.time_unit_ms
             primary.run(*mysql_floor_sql(layout, now_units(layout) + ahead_s * 1000 // unit))
+        returned: list[int] = []
+        if stepped_back_s:
+            with contextlib.closing(primary.connect()) as connection:
+                returned += draw(connection.cursor(), 200)
+            _step_clock(clock, 0)
         pair.catch_up()
         stop = threading.Event()
-        returned: list[int] = []
         loading = threading.Thread(target=lambda: returned.extend(_load(primary, batch, stop)))
         loading.start()
         time.sleep(1.5)
