@@ -438,8 +438,8 @@ def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [FUNCTION])
         row = cursor.fetchone()
-    if row is None:
-        return False, None
+    if row is None or "galera=unsupported" in (row[0] or ""):
+        return False, None  # none, or a Galera node's refusal: nothing a slot would fix
     found = _COMMENT.search(row[0] or "")
     if found is None or found.group(1) is None:
         return True, None
@@ -453,8 +453,31 @@ def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
     if connection.vendor not in ("postgresql", "mysql"):
         return []
     layout = get_layout()
+    if connection.vendor == "mysql" and _is_galera(connection):
+        return [_galera_refusal(layout)]
     slot = lease_database_slot(connection.alias, layout)
     return install_sql(connection.vendor, layout, slot, alias=connection.alias)
+
+
+def _is_galera(connection: BaseDatabaseWrapper) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+        row = cursor.fetchone()
+    return row is not None and str(row[1]).upper() == "ON"
+
+
+def _galera_refusal(layout: BitLayout) -> str:
+    """A Galera node's function: it refuses, clearly. Sequences are neither certified nor
+    serialised across the nodes of a cluster (two nodes drawing one NOCACHE sequence at once
+    get the same values; GET_LOCK is node-local), so a clock kept in them would repeat keys.
+    Django's own inserts carry the process's key and never call it (docs/high_availability)."""
+    text = "no Snowflake database function on a Galera cluster: give the key in the INSERT"
+    return (
+        f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT\n"
+        f"NOT DETERMINISTIC NO SQL\nCOMMENT 'django_snowflake layout={layout.fingerprint} "
+        "galera=unsupported'\n"
+        f"BEGIN\n    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{text}';\n    RETURN NULL;\nEND"
+    )
 
 
 def holds_its_slot(alias: str, slot: tuple[int, int]) -> bool:
@@ -468,7 +491,7 @@ def holds_its_slot(alias: str, slot: tuple[int, int]) -> bool:
         .values_list("label", flat=True)
         .first()
     )
-    return label == database_label(alias)
+    return bool(label == database_label(alias))
 
 
 def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
