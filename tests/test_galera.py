@@ -310,7 +310,7 @@ def test_a_takeover_across_nodes_meets_a_certification_conflict(
         (taker,) = start(processes, tmp_path, {"node2-taker": n2}, go_c, lease=3)
         n2.sql(
             "CREATE TABLE IF NOT EXISTS lag (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; "
-            "INSERT IGNORE INTO lag SELECT seq, 0 FROM seq_1_to_300000",
+            "INSERT IGNORE INTO lag SELECT seq, 0 FROM seq_1_to_500000",
             DATABASE,
         )
         caught_up(n1)
