@@ -379,42 +379,38 @@ def test_kill_9_of_a_node_and_its_rejoin(
     assert max(firsts.values()) < first_id_bound(), firsts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 22: the function's cached counter sequence is refused by Galera, and "
-    "NEXTVAL is not certified across nodes (docs: High-availability databases, Galera)",
-)
 def test_migrate_and_the_database_function_on_every_node(cluster: galera.Galera) -> None:
     """``migrate`` on the cluster, then the database function drawn on the three nodes at
-    once: no error, no duplicate."""
+    once. A sequence drawn on two nodes is neither certified nor serialised (one NOCACHE
+    sequence drawn 1,000 times on each node at once: 1,926 duplicates of 3,000), so on a
+    Galera node the function refuses every call, clearly, and issues nothing; Django's own
+    inserts carry the process's key. Before: ``migrate`` failed (Galera refuses a cached
+    sequence), and the function, made of a MyISAM base table and a sequence, looped forever
+    on the nodes that did not create it."""
     database = "galera_keys"
     cluster.nodes[0].sql(f"CREATE DATABASE {database}")
     done = migrate(cluster.nodes[0], database)
     assert done.returncode == 0, done.stderr[-2000:]
-    per_node = 2000
-    drawn: dict[int, list[int]] = {}
-    errors: list[str] = []
+    outcomes: dict[int, str] = {}
 
     def draw(node: galera.Node) -> None:
-        statement = "SELECT django_snowflake_id();" * per_node
         try:
-            out = node.sql(statement, database, timeout=60)
-        except subprocess.SubprocessError as exc:
-            errors.append(f"node {node.number}: {exc}")
-            return
-        drawn[node.number] = [int(line) for line in out.split()]
+            outcomes[node.number] = node.sql("SELECT django_snowflake_id();" * 100, database)
+        except subprocess.CalledProcessError as exc:
+            outcomes[node.number] = exc.stderr
 
     threads = [threading.Thread(target=draw, args=(node,)) for node in cluster.nodes]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert not errors
-    keys = [value for values in drawn.values() for value in values]
-    report(f"database function on 3 nodes: {len(keys):,} keys, "
-           f"{len(keys) - len(set(keys))} duplicates")  # fmt: skip
-    assert len(keys) == 3 * per_node
-    assert len(set(keys)) == len(keys)
+    refusal = "no Snowflake database function on a Galera cluster: give the key in the INSERT"
+    assert {number: refusal in text for number, text in outcomes.items()} == {
+        1: True,
+        2: True,
+        3: True,
+    }
+    report("migrate on the cluster: done; the database function refused on all 3 nodes")
 
 
 def test_a_cluster_bootstrapped_anew_is_a_failover(
