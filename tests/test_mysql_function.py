@@ -29,6 +29,7 @@ from django_snowflake.mysql_function import (
     COUNTER,
     OLD_BASE,
     SEEN,
+    VERSION,
     mysql_floor_sql,
     mysql_function_sql,
 )
@@ -252,6 +253,38 @@ def test_a_rollback_gives_no_warning_and_never_lowers_the_clock(database: Databa
         assert cursor.fetchall() == ()
         after = draw(cursor, 10)
     assert min(after) > max(rolled_back)
+
+
+def test_a_session_calling_two_databases_functions_keeps_their_caches_apart() -> None:
+    """The high digits of ``base`` a session cached for database A are not B's, even when
+    B's ``version`` reads the same: the session still draws B's keys above B's last."""
+    a, b = Database(), Database()
+    try:
+        a.install(TWITTER)
+        b.install(TWITTER)
+        with contextlib.closing(a.connect()) as session:
+            cursor = session.cursor()
+            draw(cursor)
+            cursor.execute("SELECT @django_snowflake_id_version, @django_snowflake_id_high")
+            version, high = cursor.fetchone()
+            # B: the same version, and high digits two digits above A's.
+            with contextlib.closing(b.connect()) as connection:
+                other = connection.cursor()
+                if version:
+                    other.execute(f"SELECT NEXT VALUE FOR {VERSION} FROM seq_1_to_{version}")
+                steps = high // (64 << TWITTER.sequence_bits) + 2
+                other.execute(
+                    f"SELECT NEXT VALUE FOR django_snowflake_id_base_1 FROM seq_1_to_{steps}"
+                )
+                last = draw(other, 10)[-1]
+                other.execute(f"SELECT next_not_cached_value FROM {VERSION}")
+                assert other.fetchone()[0] == version
+            cursor.execute(f"SELECT {b.name}.django_snowflake_id()")
+            key = cursor.fetchone()[0]
+        assert key > last
+    finally:
+        a.drop()
+        b.drop()
 
 
 def test_without_a_slot_every_call_is_refused(database: Database) -> None:
