@@ -535,6 +535,25 @@ def _probe_table(section: dict[str, Any]) -> str:
     )
 
 
+def _probe_reading(item: tuple[str, dict[str, Any]]) -> str:
+    """One sentence per server: the wait and the load, each against the baseline's."""
+    db, entry = item
+    probe = entry["lock_probe"]
+    ours, theirs = probe["snowflake"], probe["baseline"]
+    return (
+        f"{DB_NAMES[db]}: the single row took {ours['wait_ms']['median']:,.1f} ms against "
+        f"{theirs['wait_ms']['median']:,.1f} ms beside {AUTO[db]} tables "
+        + (
+            "(it waited for the load: the lock spans tables and the whole statement); "
+            if ours["wait_ms"]["median"] > 500 * ours["load_seconds"]["median"]
+            else "(it did not wait for the load); "
+        )
+        + f"the load of {probe['rows']:,} rows itself took {ours['load_seconds']['median']:.2f} s "
+        f"against {theirs['load_seconds']['median']:.2f} s "
+        f"({ours['load_seconds']['median'] / theirs['load_seconds']['median']:.1f}x as long)."
+    )
+
+
 def _run_line(results: dict[str, Any], section: dict[str, Any]) -> str:
     meta = results["machine"]
     load = section["load_average"]["one_minute"]
@@ -570,16 +589,22 @@ def _before_after(before: dict[str, Any], after: dict[str, Any]) -> str:
                     ]
                 )
         for side in SIDES:
-            old = before["concurrency"]["databases"][db]["lock_probe"][side]["wait_ms"]
-            new = after["concurrency"]["databases"][db]["lock_probe"][side]["wait_ms"]
             name = "Snowflake" if side == "snowflake" else AUTO[db]
-            rows.append(
-                [
-                    f"{DB_NAMES[db]}, lock probe, {name} tables (ms)",
-                    spread(old, "{:,.1f}"),
-                    spread(new, "{:,.1f}"),
-                ]
-            )
+            for key, what, fmt in (
+                ("wait_ms", "single INSERT during the load (ms)", "{:,.1f}"),
+                ("load_seconds", "the load (s)", "{:.2f}"),
+            ):
+                rows.append(
+                    [
+                        f"{DB_NAMES[db]}, lock scope, {name} tables: {what}",
+                        *(
+                            spread(
+                                run["concurrency"]["databases"][db]["lock_probe"][side][key], fmt
+                            )
+                            for run in (before, after)
+                        ),
+                    ]
+                )
     meta = before["machine"]
     load = before["concurrency"]["load_average"]["one_minute"]
     return (
@@ -588,7 +613,7 @@ def _before_after(before: dict[str, Any], after: dict[str, Any]) -> str:
         f"{load['max']:.1f}; keys of both paths made by the database's function), and in the run "
         "above:\n\n"
         + table(
-            ["Snowflake / baseline", "before", f"at ``{after['machine']['commit']}``"],
+            ["", "before", f"at ``{after['machine']['commit']}``"],
             rows,
             "50 25 25",
         )
@@ -617,6 +642,9 @@ def render(results: dict[str, Any]) -> str:
         "``INSERT ... SELECT`` into a keyed table, another inserts a single row into an unrelated "
         f"keyed table, {probe['runs']} times for each kind of table, in turns.\n\n"
         + _probe_table(section)
+        + "\n"
+        + "\n".join(map(_probe_reading, section["databases"].items()))
+        + "\n"
     )
     if BEFORE.exists():
         before = json.loads(BEFORE.read_text())
