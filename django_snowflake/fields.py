@@ -10,6 +10,8 @@ Neither field reads ``settings.SNOWFLAKE``: changing the settings never produces
 
 from __future__ import annotations
 
+import contextvars
+import sys
 from typing import Any
 
 from django import forms
@@ -25,6 +27,11 @@ from .conf import get_layout
 from .database_keys import DatabaseSnowflake, column_default_vendor
 from .exceptions import InvalidSnowflake
 from .forms import SnowflakeFormField
+
+# Set by SnowflakeAutoField.get_pk_value_on_save() for Model._save_table()'s next question.
+_fresh_key: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "django_snowflake_fresh_key", default=False
+)
 
 
 class _DatabaseKeyDefault:
@@ -246,22 +253,48 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
             self.db_returning = True
 
     def has_default(self) -> bool:
-        # Model._save_table() asks right after get_pk_value_on_save() made a fresh key: True
-        # skips its UPDATE probe, one query per new row (Django 5.2 to 6.1: "Skip an UPDATE
-        # when adding an instance and primary key has a default"). A key given by the caller
-        # still gets the probe: _update_given_keys marks such an instance as not adding.
-        return self.has_database_default or super().has_default()
+        # True once, right after get_pk_value_on_save() made a fresh key for a new instance in
+        # Model._save_table(): Django then skips its UPDATE probe, one query per new row
+        # ("Skip an UPDATE when adding an instance and primary key has a default"). Otherwise
+        # False, as AutoField: a key given by the caller, or copied from a parent link, gets
+        # the probe, so Model(pk=existing).save() updates that row.
+        if _fresh_key.get():
+            _fresh_key.set(False)
+            return True
+        return super().has_default()
 
     def get_default(self) -> Any:
         # None until the INSERT, as AutoField (Model.__init__ asks every field for it).
         return super().get_default() if self.default is not NOT_PROVIDED else None
 
     def get_pk_value_on_save(self, instance: models.Model) -> Any:
-        # Model._save_table() and QuerySet.bulk_create() ask for a key that is unset when
-        # they insert: this process's generator makes it (the strong path: a leased slot,
-        # fencing, failover incarnations), so the INSERT carries it and reads nothing back.
+        """The key of an INSERT that Django makes with this key unset: this process's
+        generator makes it (the strong path: a leased slot, fencing, failover incarnations),
+        so the INSERT carries it and reads nothing back.
+
+        Django's callers (Django 5.2 to 6.1, pinned by tests/test_fields.py and Django's own
+        force_insert_update and bulk_create tests) decide what AutoField would do:
+        ``Model._save_table()`` asks with ``force_update`` or ``update_fields`` only to raise
+        "Cannot force an update in save() with no primary key", so no key is made; a
+        ``bulk_create(ignore_conflicts=True)`` cannot tell which rows it stored, so its keys
+        are left to the database and unset on the objects, as AutoField leaves them.
+        """
         if self.default is not NOT_PROVIDED or not self.has_database_default:
             return super().get_pk_value_on_save(instance)
+        caller = sys._getframe(1)
+        if caller.f_code.co_name == "_save_table":
+            asked = caller.f_locals
+            if asked.get("force_update") or asked.get("update_fields"):
+                return None
+            key = generate()
+            # Django consults has_default() next exactly when none of these holds.
+            if not (asked.get("raw") or asked.get("force_insert")) and instance._state.adding:
+                _fresh_key.set(True)
+            return key
+        if caller.f_code.co_name == "_prepare_for_bulk_create" and sys._getframe(2).f_locals.get(
+            "ignore_conflicts"
+        ):
+            return None
         return generate()
 
     def get_internal_type(self) -> str:
@@ -280,39 +313,3 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
         if self.default is not NOT_PROVIDED and not callable(self.default):
             errors.append(_fixed_default_error(self))
         return errors
-
-
-def _update_given_keys(
-    sender: type[models.Model], instance: models.Model, raw: bool = False, **kwargs: Any
-) -> None:
-    """Before a new instance keyed by SnowflakeAutoField is saved with a key the caller gave:
-    save it as AutoField would, UPDATE first, then INSERT if no row has that key.
-
-    SnowflakeAutoField reports a default (see its has_default()), which makes Django INSERT a
-    new instance at once; that is right for the key the process makes at the INSERT, and wrong
-    for ``Model(pk=existing).save()``, which must update the existing row.
-    ``save(force_insert=True)`` and ``create(pk=...)`` still insert.
-    """
-    if raw or not instance._state.adding:
-        return
-    pk = sender._meta.pk
-    # A multi-table child's pk is its parent link: given, it is the parents' key too.
-    if pk is not None and getattr(instance, pk.attname) is not None:
-        instance._state.adding = False
-
-
-def _keyed_by_the_process(model: type[models.Model]) -> bool:
-    pk = model._meta.pk
-    return isinstance(pk, SnowflakeAutoField) and pk.has_database_default
-
-
-def _watch_given_keys(sender: type[models.Model], **kwargs: Any) -> None:
-    if sender._meta.abstract:
-        return
-    if _keyed_by_the_process(sender) or any(
-        _keyed_by_the_process(parent) for parent in sender._meta.get_parent_list()
-    ):
-        pre_save.connect(_update_given_keys, sender=sender, weak=False)
-
-
-class_prepared.connect(_watch_given_keys, dispatch_uid="django_snowflake_given_keys")

@@ -72,16 +72,33 @@ def test_bulk_create_gives_each_object_a_key_from_its_insert() -> None:
     assert sorted(Writer.objects.values_list("pk", flat=True)) == sorted(keys)
 
 
-def test_bulk_create_ignore_conflicts_keeps_the_keys_the_process_made() -> None:
-    # AutoField leaves every pk unset with ignore_conflicts (nothing is read back); the key
-    # made before the INSERT stays, as with any key that has a default (UUIDField,
-    # SnowflakeField): the one difference docs/compatibility.rst lists for bulk_create.
+def test_bulk_create_ignore_conflicts_leaves_keys_unset_as_autofield_does() -> None:
+    # bulk_create cannot tell which rows it stored: the database makes their keys.
     existing = Writer.objects.create(name="a")
     new, clash = Writer(name="b"), Writer(id=existing.id, name="c")
     Writer.objects.bulk_create([new, clash], ignore_conflicts=True)
-    assert is_snowflake(new.pk) and Writer.objects.get(pk=new.pk).name == "b"
+    assert new.pk is None
     assert clash.pk == existing.pk
-    assert Writer.objects.get(pk=existing.pk).name == "a"
+    assert Writer.objects.count() == 2
+    assert is_snowflake(Writer.objects.get(name="b").pk)
+
+
+def test_force_update_without_a_key_is_refused_as_autofield_does() -> None:
+    with pytest.raises(ValueError, match="no primary key"):
+        Writer(name="x").save(force_update=True)
+    with pytest.raises(ValueError, match="no primary key"):
+        Writer(name="x").save(update_fields=["name"])
+
+
+def test_copying_a_multi_table_child_updates_its_parents_as_autofield_does() -> None:
+    # Django's documented copy idiom: the grandparent's key comes back through the parent's
+    # link, and Django updates that row (its own model_inheritance test).
+    restaurant = Restaurant.objects.create(name="corner")
+    restaurant.pk = None
+    restaurant.id = None
+    restaurant._state.adding = True
+    restaurant.save()
+    assert Restaurant.objects.count() == 2
 
 
 def test_a_key_of_0_is_refused_where_autofield_refuses_it() -> None:
