@@ -615,7 +615,12 @@ class SnowflakeSchemaEditorMixin:
             self.execute(statement, params=None)  # type: ignore[attr-defined]
 
     def _snowflake_default(self, model: Any, pk: Any) -> None:
-        """Give the existing table of ``model`` the key default (see AddDatabaseDefaults)."""
+        """Give the existing table of ``model`` the key default (see AddDatabaseDefaults).
+
+        Not on SQLite, which alters a default only by copying the table and every table whose
+        foreign keys point at it (the development database; its function is the process's
+        generator anyway): tables made there before 0.2 keep no default.
+        """
         table, column = model._meta.db_table, pk.column
         if not self._snowflake_plain_bigint(table, column):
             return
@@ -630,12 +635,6 @@ class SnowflakeSchemaEditorMixin:
             self.execute(f"ALTER TABLE {q(table)} ALTER COLUMN {q(column)} SET DEFAULT 0")  # type: ignore[attr-defined]
             self.execute(drop_trigger_sql(self, table))  # type: ignore[attr-defined, arg-type]
             self.execute(create_trigger_sql(self, table, column))  # type: ignore[attr-defined, arg-type]
-        elif vendor == "sqlite":
-            with self.connection.cursor() as cursor:
-                cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [table])
-                (definition,) = cursor.fetchone()
-            if FUNCTION not in definition:
-                self._remake_table(model)  # SQLite alters a default by copying the table
 
     def _snowflake_plain_bigint(self, table: str, column: str) -> bool:
         """Whether ``table.column`` is a bigint with no identity or auto-increment of its own
@@ -660,9 +659,7 @@ class SnowflakeSchemaEditorMixin:
                 )
                 kind, extra = cursor.fetchone()
                 return kind == "bigint" and "auto_increment" not in extra.lower()
-            cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [table])
-            (definition,) = cursor.fetchone()
-            return "AUTOINCREMENT" not in definition.upper()
+            return False  # SQLite: see _snowflake_default
 
     def _snowflake_trigger(self, model: Any, old: Any, new: Any) -> None:
         if self.connection.vendor != "mysql":
