@@ -26,7 +26,10 @@ and drawn without a lock that anyone waits for:
 - **Following the wall clock** (``SYSDATE()``, the real time even within a long statement; it
   ignores ``SET TIMESTAMP``): a call whose ``m`` is behind it catches ``base`` up, under
   ``GET_LOCK(name, 0)`` so that one session moves it at a time; a session that does not get
-  the lock returns its value, unique and slightly behind, rather than queue.
+  the lock returns its value, unique and slightly behind, rather than queue. A call
+  interrupted while it holds the lock (``KILL``, ``max_statement_time``: no handler runs)
+  leaves it to its session, which releases it at its next catch-up; until then, or until
+  that connection closes, the other sessions' keys stay unique but fall behind the clock.
 - **A bound on the lead**: the number ``mark`` holds the last catch-up or skip point ``P``
   (raised every half lead, rounding down). The function never returns a key whose time is
   more than ``lead`` units past ``max(now, P)``: a burst that runs further waits
@@ -274,6 +277,9 @@ def _function_sql(
     now_units = now_units_sql(layout)
     half = lead_units // 2
     lock = "lock_name"
+    # A call interrupted while it held the lock (KILL, max_statement_time: no handler runs)
+    # leaves it to its session; no call of this session holds it now.
+    stale = f"WHILE IS_USED_LOCK({lock}) <=> CONNECTION_ID() DO DO RELEASE_LOCK({lock}); END WHILE;"
     return (
         header
         + f"""BEGIN
@@ -292,6 +298,7 @@ def _function_sql(
             SET t = {seen};
             IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
                 -- A new server: one session skips, the others wait for it, then see it.
+                {stale}
                 DO GET_LOCK({lock}, 10);
                 SET t = {seen};
                 IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
@@ -358,6 +365,7 @@ def _function_sql(
             END IF;
             -- m is unique but behind the clock: catch base up, unless another session does.
             SET {lock} = {LOCK_SQL};
+            {stale}
             IF GET_LOCK({lock}, 0) IS NOT TRUE THEN
                 LEAVE draw;
             END IF;

@@ -27,6 +27,7 @@ from django_snowflake.database_keys import create_trigger_sql
 from django_snowflake.layout import BitLayout
 from django_snowflake.mysql_function import (
     COUNTER,
+    LOCK_SQL,
     OLD_BASE,
     SEEN,
     VERSION,
@@ -285,6 +286,35 @@ def test_a_session_calling_two_databases_functions_keeps_their_caches_apart() ->
     finally:
         a.drop()
         b.drop()
+
+
+def test_a_catch_up_lock_left_by_an_interrupted_call_is_released_by_its_session(
+    database: Database,
+) -> None:
+    """A statement interrupted during a catch-up (max_statement_time, KILL) runs no handler:
+    its session keeps the lock, and the other sessions' keys fall behind the clock until
+    that session's next catch-up releases it."""
+    database.install(TWITTER)
+    with (
+        contextlib.closing(database.connect()) as stuck,
+        contextlib.closing(database.connect()) as other,
+    ):
+        stuck.cursor().execute(
+            f"DO GET_LOCK({LOCK_SQL.replace('DATABASE()', repr(database.name))}, 0)"
+        )
+        time.sleep(0.05)
+        behind = draw(other.cursor())[0] >> TWITTER.time_shift
+        assert behind < now_units(TWITTER) - 20
+        time.sleep(0.05)
+        draw(stuck.cursor())
+        time.sleep(0.05)
+        now = now_units(TWITTER)
+        assert draw(other.cursor())[0] >> TWITTER.time_shift >= now
+        cursor = stuck.cursor()
+        cursor.execute(
+            f"SELECT IS_USED_LOCK({LOCK_SQL.replace('DATABASE()', repr(database.name))})"
+        )
+        assert cursor.fetchone()[0] is None
 
 
 def test_without_a_slot_every_call_is_refused(database: Database) -> None:
