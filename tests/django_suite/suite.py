@@ -90,6 +90,8 @@ SHORT_MODULES = [
 FIELDS = ("autofield", "snowflake")
 REFERENCE = "bigautofield"
 KINDS = ("hard-coded", "real", "flaky")
+# A traceback frame in the package's code (a test's own file is never under this name).
+INSIDE_PACKAGE = re.compile(r'^  File "[^"]*[/\\]django_snowflake[/\\]', re.MULTILINE)
 FAILED = frozenset({"failure", "error", "unexpected_success"})
 
 
@@ -167,6 +169,7 @@ RULES: list[Rule] = [
         tests=r"\.test_explicit_batch_size_respects_max_batch_size$",
     ),
 ]
+FIELD_NAMES = {"autofield": "AutoField", "snowflake": "the switch", "bigautofield": "BigAutoField"}
 BIGAUTOFIELD_RULE = Rule(
     "fails with BigAutoField too",
     "fails the same way with DEFAULT_AUTO_FIELD = BigAutoField (the --reference run)",
@@ -368,6 +371,22 @@ def compare(base: Run, switched: Run, reference: Run | None) -> list[Difference]
             differences.append(
                 Difference(switched.db, test_id, kind, rule, failure_summary(outcome["detail"]))
             )
+    # The package is installed in both runs, so what it breaks without the switch fails both
+    # ways (or with AutoField alone): the traceback says whose it is.
+    seen = {d.test_id for d in differences}
+    for run in (base, switched):
+        for test_id, outcome in sorted(run.outcomes.items()):
+            failed = outcome["outcome"] in FAILED
+            if failed and test_id not in seen and INSIDE_PACKAGE.search(outcome["detail"]):
+                seen.add(test_id)
+                summary = (
+                    f"fails with {FIELD_NAMES.get(run.field, run.field)} inside django_snowflake: "
+                )
+                differences.append(
+                    Difference(
+                        run.db, test_id, "real", None, summary + failure_summary(outcome["detail"])
+                    )
+                )
     return differences
 
 
