@@ -168,6 +168,13 @@ RULES: list[Rule] = [
         r'^\d+\. INSERT INTO "\w+" \("id", ',
         tests=r"\.test_explicit_batch_size_respects_max_batch_size$",
     ),
+    Rule(
+        "objects without a pk inserted apart",
+        "counts a bulk_create of objects with and without a pk as two INSERTs in a transaction "
+        "(Django 6.1); with the process's keys every object has one, so one INSERT does",
+        r"^AssertionError: 1 != 4 : 1 queries executed, 4 expected$",
+        tests=r"\.BulkCreateTransactionTests\.test_objs_with_and_without_pk$",
+    ),
 ]
 FIELD_NAMES = {"autofield": "AutoField", "snowflake": "the switch", "bigautofield": "BigAutoField"}
 BIGAUTOFIELD_RULE = Rule(
