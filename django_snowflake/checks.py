@@ -907,8 +907,7 @@ def check_database_functions(
         return []
     from django.db import DatabaseError
 
-    from .database_keys import holds_its_slot, installed_slot
-    from .models import WorkerNode
+    from .database_keys import database_label, installed_slot, slot_holder
 
     coordination = conf.get_settings()["DATABASE"]
     messages: list[CheckMessage] = []
@@ -938,16 +937,11 @@ def check_database_functions(
             )
             continue
         try:
-            if holds_its_slot(alias, slot):
-                continue
-            holder = (
-                WorkerNode.objects.using(coordination)
-                .filter(worker_id=slot[0], datacenter_id=slot[1])
-                .values_list("label", flat=True)
-                .first()
-            )
+            holder = slot_holder(slot)
         except DatabaseError:
             continue
+        if holder in (None, database_label(alias)):
+            continue  # its own, or no row (a test runner's flush): nothing issues under it
         messages.append(
             _error(
                 "E051",

@@ -480,30 +480,36 @@ def _galera_refusal(layout: BitLayout) -> str:
     )
 
 
-def holds_its_slot(alias: str, slot: tuple[int, int]) -> bool:
-    """Whether the coordination database records ``slot`` as database ``alias``'s."""
+def slot_holder(slot: tuple[int, int]) -> str | None:
+    """The label the coordination database records for ``slot``, ``None`` without a row."""
     from .conf import get_settings
 
-    label = (
+    label: str | None = (
         _worker_node()
         ._default_manager.using(get_settings()["DATABASE"])
         .filter(worker_id=slot[0], datacenter_id=slot[1])
         .values_list("label", flat=True)
         .first()
     )
-    return bool(label == database_label(alias))
+    return label
 
 
 def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     """``post_migrate``: give a database whose function has no slot of its own (it was
-    migrated before the coordination database, or is a copy of another database) one, now
-    that ``migrate`` runs on it again."""
+    migrated before the coordination database) or another database's (it is a copy of
+    another database) one, now that ``migrate`` runs on it again.
+
+    A slot whose row is gone (a test runner's flush of ``WorkerNode``, which sends
+    ``post_migrate`` too) is left as it is: the function keeps issuing under it.
+    """
     connection = connections[using]
     if connection.vendor not in ("postgresql", "mysql"):
         return
     try:
         exists, slot = installed_slot(using)
-        if not exists or (slot is not None and holds_its_slot(using, slot)):
+        if not exists:
+            return
+        if slot is not None and slot_holder(slot) in (None, database_label(using)):
             return
     except DatabaseError:
         return
