@@ -297,6 +297,15 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
             return None
         return generate()
 
+    def pre_save(self, model_instance: models.Model, add: bool) -> Any:
+        # A key given in another type ("123456") is stored as the int the row holds: Django 6
+        # reads an AutoField back from the INSERT for that; this one reads nothing back.
+        value = getattr(model_instance, self.attname)
+        if value is not None and value.__class__ is not int:
+            value = self.to_python(value)
+            setattr(model_instance, self.attname, value)
+        return value
+
     def get_internal_type(self) -> str:
         # The schema editors decide on AUTOINCREMENT, IDENTITY and AUTO_INCREMENT (and on
         # dropping them when migrating from an AutoField) by the internal type.

@@ -83,6 +83,12 @@ def test_bulk_create_ignore_conflicts_leaves_keys_unset_as_autofield_does() -> N
     assert is_snowflake(Writer.objects.get(name="b").pk)
 
 
+def test_a_key_given_as_a_string_is_the_int_the_row_holds() -> None:
+    # Django 6's basic.tests test_auto_field_with_value_refreshed: an AutoField is read back.
+    writer = Writer.objects.create(pk="123456", name="x")
+    assert writer.pk == 123456
+
+
 def test_force_update_without_a_key_is_refused_as_autofield_does() -> None:
     with pytest.raises(ValueError, match="no primary key"):
         Writer(name="x").save(force_update=True)
