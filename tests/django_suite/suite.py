@@ -159,7 +159,7 @@ RULES: list[Rule] = [
         "pk read back",
         "asserts that the INSERT reads the pk back (RETURNING it); the process made the key, "
         "so the INSERT carries it and reads back only the database's other defaults",
-        r"^AssertionError: 'RETURNING \"\w+\"\.\"id\"",
+        r"^AssertionError: 'RETURNING [\"`]\w+[\"`]\.[\"`]id[\"`]",
         tests=r"^queries\.test_db_returning\.",
     ),
     Rule(
