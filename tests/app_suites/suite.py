@@ -288,35 +288,10 @@ def main(argv: list[str] | None = None) -> int:
             rows = django_suite.table(base, switched, differences, modules, before="default")
             print(f"\n{app.name}, {db}: tests that fail only with SnowflakeAutoField\n")
             print(rows)
-            for kind in ("real", "hard-coded", "flaky"):
-                selected = [d for d in differences if d.kind == kind]
-                print(f"\n{app.name}, {db}: {len(selected)} {kind}")
-                for difference in selected:
-                    why = difference.rule.name if difference.rule else "no rule"
-                    first = difference.summary.splitlines()[0] if difference.summary else ""
-                    print(f"  {difference.test_id}  [{why}]  {first[:160]}")
+            django_suite.print_differences(f"{app.name}, {db}", differences)
             report["apps"].setdefault(f"{app.name} {app.version}", {})[db] = {  # type: ignore[attr-defined]
-                "runs": {
-                    field: {
-                        "seconds": round(run.seconds),
-                        "outcomes": collections.Counter(
-                            v["outcome"] for v in run.outcomes.values()
-                        ),
-                        "failing": sorted(
-                            k for k, v in run.outcomes.items() if v["outcome"] in FAILED
-                        ),
-                    }
-                    for field, run in runs.items()
-                },
-                "differences": [
-                    {
-                        "test": d.test_id,
-                        "kind": d.kind,
-                        "rule": d.rule.name if d.rule else None,
-                        "summary": d.summary[-1500:],
-                    }
-                    for d in differences
-                ],
+                "runs": {field: django_suite.run_record(run) for field, run in runs.items()},
+                "differences": [django_suite.difference_record(d) for d in differences],
                 "table": rows,
             }
     if options.report:

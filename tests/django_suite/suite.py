@@ -484,6 +484,34 @@ def table(
     return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
 
 
+def print_differences(title: str, differences: list[Difference]) -> None:
+    for kind in ("real", "hard-coded", "flaky"):
+        selected = [d for d in differences if d.kind == kind]
+        print(f"\n{title}: {len(selected)} {kind}")
+        for difference in selected:
+            why = difference.rule.name if difference.rule else "no rule"
+            first = difference.summary.splitlines()[0] if difference.summary else ""
+            print(f"  {difference.test_id}  [{why}]  {first[:160]}")
+
+
+def run_record(run: Run) -> dict[str, object]:
+    """A run as the JSON report (--report) holds it."""
+    return {
+        "seconds": round(run.seconds),
+        "outcomes": collections.Counter(v["outcome"] for v in run.outcomes.values()),
+        "failing": sorted(k for k, v in run.outcomes.items() if v["outcome"] in FAILED),
+    }
+
+
+def difference_record(difference: Difference) -> dict[str, object]:
+    return {
+        "test": difference.test_id,
+        "kind": difference.kind,
+        "rule": difference.rule.name if difference.rule else None,
+        "summary": difference.summary[-1500:],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.django_suite", description=__doc__)
     parser.add_argument(
@@ -535,35 +563,13 @@ def main(argv: list[str] | None = None) -> int:
         all_differences += differences
         print(f"\n{db}: tests that fail only with SnowflakeAutoField, per module\n")
         print(table(base, switched, differences, modules))
-        for kind in ("real", "hard-coded", "flaky"):
-            selected = [d for d in differences if d.kind == kind]
-            print(f"\n{db}: {len(selected)} {kind}")
-            for difference in selected:
-                why = difference.rule.name if difference.rule else "no rule"
-                first = difference.summary.splitlines()[0] if difference.summary else ""
-                print(f"  {difference.test_id}  [{why}]  {first[:160]}")
-        report["runs"][db] = (
-            {  # type: ignore[index]
-                field: {
-                    "seconds": round(run.seconds),
-                    "outcomes": collections.Counter(v["outcome"] for v in run.outcomes.values()),
-                    "failing": sorted(k for k, v in run.outcomes.items() if v["outcome"] in FAILED),
-                }
-                for field, run in runs.items()
-            }
-            | {
-                "differences": [
-                    {
-                        "test": d.test_id,
-                        "kind": d.kind,
-                        "rule": d.rule.name if d.rule else None,
-                        "summary": d.summary[-1500:],
-                    }
-                    for d in differences
-                ],
-                "table": table(base, switched, differences, modules),
-            }
-        )
+        print_differences(db, differences)
+        report["runs"][db] = {  # type: ignore[index]
+            field: run_record(run) for field, run in runs.items()
+        } | {
+            "differences": [difference_record(d) for d in differences],
+            "table": table(base, switched, differences, modules),
+        }
     if options.report:
         options.report.write_text(json.dumps(report, indent=1, default=list), encoding="utf-8")
     if not options.out:
