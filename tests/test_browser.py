@@ -275,7 +275,7 @@ def test_the_worker_admin_in_two_languages(
         assert not re.search(r"\b[ap]\.m\.", text), text
         assert words["reservation"] in text
         assert words["epoch"] in text
-        assert page.locator("#content > h2").inner_text().startswith(words["title"])
+        assert page.locator("#content h2").first.inner_text().startswith(words["title"])
         assert words["first seen"] not in text
         save_screenshot(page, tmp_path, f"admin-worker-{language}-{width}", full_page=True)
 
