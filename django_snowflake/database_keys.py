@@ -521,18 +521,23 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
             editor.execute(statement, params=None)
 
 
-class InstallDatabaseFunction(Operation):
-    """Create ``django_snowflake_id()`` (and its sequences) for the project's layout, under
-    the slot leased for this database.
-
-    Reversing keeps the function: columns may still default to it.
-    """
+class _DatabaseOperation(Operation):
+    """An operation on the database alone: it changes no model state, and reversing it
+    keeps what it made (columns may still default to the function)."""
 
     reduces_to_sql = True
     reversible = True
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
+
+    def database_backwards(self, *args: Any) -> None:
+        pass
+
+
+class InstallDatabaseFunction(_DatabaseOperation):
+    """Create ``django_snowflake_id()`` (and its sequences) for the project's layout, under
+    the slot leased for this database."""
 
     def database_forwards(
         self,
@@ -544,26 +549,17 @@ class InstallDatabaseFunction(Operation):
         for statement in function_sql(schema_editor.connection):
             schema_editor.execute(statement, params=None)
 
-    def database_backwards(self, *args: Any) -> None:
-        pass  # the function stays: columns may still default to it
-
     def describe(self) -> str:
         return "Install the database's Snowflake function django_snowflake_id()"
 
 
-class AddDatabaseDefaults(Operation):
+class AddDatabaseDefaults(_DatabaseOperation):
     """Give every existing table keyed by a Snowflake primary key the database's function as
     its key's default (its trigger on MariaDB): tables made before ``SnowflakeField`` primary
     keys had one, so raw SQL that leaves the key out works on every Snowflake-keyed table.
 
-    Tables created later get it from the schema editor. Idempotent; reversing keeps them.
+    Tables created later get it from the schema editor. Idempotent.
     """
-
-    reduces_to_sql = True
-    reversible = True
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        pass
 
     def database_forwards(
         self,
@@ -585,9 +581,6 @@ class AddDatabaseDefaults(Operation):
                 and router.allow_migrate_model(connection.alias, model)
             ):
                 schema_editor._snowflake_default(model, pk)  # type: ignore[attr-defined]
-
-    def database_backwards(self, *args: Any) -> None:
-        pass
 
     def describe(self) -> str:
         return "Give every Snowflake primary key the database's django_snowflake_id() default"

@@ -23,7 +23,9 @@ import sys
 import threading
 import time
 from array import array
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from harness.private_server import PrivateServer, free_port
 
@@ -210,6 +212,75 @@ class Router:
     def close(self) -> None:
         self._listener.close()
         self.switch(self.target)
+
+
+def _draw_until(
+    connect: Callable[[], Any],
+    draw: Callable[[Any], list[int]],
+    lost: type[BaseException],
+    stop: threading.Event,
+    sessions: int = 8,
+) -> list[int]:
+    """Keys ``draw(connection)`` returns on ``sessions`` connections at once, until ``stop`` is
+    set or the server is gone (``lost`` raised)."""
+    returned: list[list[int]] = [[] for _ in range(sessions)]
+
+    def work(index: int) -> None:
+        with contextlib.closing(connect()) as connection:
+            while not stop.is_set():
+                try:
+                    returned[index] += draw(connection)
+                except lost:
+                    return
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(sessions)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [key for keys in returned for key in keys]
+
+
+def _drawn_during(
+    connect: Callable[[], Any],
+    draw: Callable[[Any], list[int]],
+    lost: type[BaseException],
+    during: Callable[[], None],
+) -> list[int]:
+    """The keys drawn on 8 sessions while ``during()`` runs."""
+    stop = threading.Event()
+    keys: list[int] = []
+    loading = threading.Thread(target=lambda: keys.extend(_draw_until(connect, draw, lost, stop)))
+    loading.start()
+    during()
+    stop.set()
+    loading.join()
+    return keys
+
+
+def keys_across_a_crash(
+    pair: Pair,
+    connect_primary: Callable[[], Any],
+    connect_promoted: Callable[[], Any],
+    draw: Callable[[Any], list[int]],
+    lost: type[BaseException],
+) -> tuple[list[int], list[int]]:
+    """The database-made keys of an asynchronous failover: load on the primary, the standby
+    stops receiving, the primary goes on, then is killed (-9); the standby is promoted and
+    loaded for 2 s. Returns the keys the primary returned and those the promoted standby
+    issued: a key in both is one a client was told was committed, issued again."""
+
+    def crash() -> None:
+        time.sleep(1.5)
+        pair.detach()
+        time.sleep(1.5)
+        pair.primary.kill()
+
+    pair.catch_up()
+    returned = _drawn_during(connect_primary, draw, lost, crash)
+    pair.promote()
+    issued = _drawn_during(connect_promoted, draw, lost, lambda: time.sleep(2))
+    return returned, issued
 
 
 def start_process(

@@ -406,3 +406,16 @@ def test_post_migrate_of_a_registry_without_the_package_does_nothing() -> None:
 
     with override_settings(INSTALLED_APPS=["django.contrib.contenttypes"]):
         reinstall_after_migrate(using="default")
+
+
+@SERVER
+@pytest.mark.django_db
+def test_the_slot_an_earlier_version_leased_for_the_database_is_kept() -> None:
+    """Before one slot per database, migrate 0003 leased one labelled plain "database": the
+    coordination database's function keeps that slot rather than leave it reserved for nobody."""
+    slot = lease_database_slot("default", get_layout())
+    assert slot is not None
+    row = WorkerNode.objects.filter(worker_id=slot[0], datacenter_id=slot[1])
+    row.update(label="database")
+    assert lease_database_slot("default", get_layout()) == slot
+    assert row.get().label == database_label("default")

@@ -35,7 +35,7 @@ from django_snowflake.mysql_function import (
     mysql_function_sql,
 )
 from harness.private_server import PrivateServer
-from tests.ha_servers import Pair
+from tests.ha_servers import Pair, keys_across_a_crash
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 pytestmark = pytest.mark.skipif(VENDOR != "mariadb", reason="MariaDB's function")
@@ -480,25 +480,6 @@ def test_the_server_clock_stepping_back_never_sends_keys_back() -> None:
         clock.unlink()
 
 
-def _load(database: Database, batch: int, stop: threading.Event) -> list[int]:
-    """Draw ``batch`` keys at a time on 8 connections until ``stop`` or the server goes."""
-    import MySQLdb
-
-    returned: list[list[int]] = [[] for _ in range(8)]
-
-    def work(index: int) -> None:
-        with contextlib.closing(database.connect()) as connection:
-            cursor = connection.cursor()
-            while not stop.is_set():
-                try:
-                    returned[index] += draw(cursor, batch)
-                except MySQLdb.OperationalError:
-                    return
-
-    in_threads(8, work)
-    return [key for keys in returned for key in keys]
-
-
 @pytest.mark.failover
 @pytest.mark.slow
 @pytest.mark.parametrize(
@@ -543,30 +524,22 @@ def test_a_promoted_replica_never_returns_a_key_the_crashed_primary_returned(
         if ahead_s:
             unit = layout.time_unit_ms
             primary.run(*mysql_floor_sql(layout, now_units(layout) + ahead_s * 1000 // unit))
-        returned: list[int] = []
+        import MySQLdb
+
+        early: list[int] = []
         if stepped_back_s:
             with contextlib.closing(primary.connect()) as connection:
-                returned += draw(connection.cursor(), 200)
+                early += draw(connection.cursor(), 200)
             _step_clock(clock, 0)
-        pair.catch_up()
-        stop = threading.Event()
-        loading = threading.Thread(target=lambda: returned.extend(_load(primary, batch, stop)))
-        loading.start()
-        time.sleep(1.5)
-        pair.detach()
-        time.sleep(1.5)
-        pair.primary.kill()
-        stop.set()
-        loading.join()
-        pair.promote()
         promoted = Database(pair.standby.port, name=primary.name)
-        stop = threading.Event()
-        issued: list[int] = []
-        loading = threading.Thread(target=lambda: issued.extend(_load(promoted, batch, stop)))
-        loading.start()
-        time.sleep(2)
-        stop.set()
-        loading.join()
+        returned, issued = keys_across_a_crash(
+            pair,
+            primary.connect,
+            promoted.connect,
+            lambda connection: draw(connection.cursor(), batch),
+            MySQLdb.OperationalError,
+        )
+        returned += early
     finally:
         pair.close()
     assert len(returned) > 1000 and len(issued) > 1000, (len(returned), len(issued))

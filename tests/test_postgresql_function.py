@@ -19,7 +19,7 @@ from django.db import connection
 
 from django_snowflake.database_keys import install_sql
 from django_snowflake.layout import BitLayout
-from tests.ha_servers import Pair
+from tests.ha_servers import Pair, keys_across_a_crash
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's function")
 
@@ -136,24 +136,6 @@ def test_install_again_keeps_the_clock_and_acknowledges_no_new_incarnation(
     assert known != 0
 
 
-def _load(database: Database, batch: int, stop: threading.Event) -> list[int]:
-    """Draw ``batch`` keys at a time on 8 sessions until ``stop`` or the server goes."""
-    import psycopg
-
-    returned: list[list[int]] = [[] for _ in range(8)]
-
-    def work(index: int) -> None:
-        with contextlib.closing(database.connect()) as session:
-            while not stop.is_set():
-                try:
-                    returned[index] += draw(session, batch)
-                except psycopg.OperationalError:
-                    return
-
-    in_threads(8, work)
-    return [key for keys in returned for key in keys]
-
-
 @pytest.mark.failover
 @pytest.mark.slow
 @pytest.mark.parametrize(
@@ -182,26 +164,16 @@ def test_a_promoted_standby_never_returns_a_key_the_crashed_primary_returned(
                 f"({ahead} << {sb}) - (SELECT last_value FROM django_snowflake_id_counter))",
                 f"SELECT setval('django_snowflake_id_anchor', {ahead})",
             )
-        pair.catch_up()
-        stop = threading.Event()
-        returned: list[int] = []
-        loading = threading.Thread(target=lambda: returned.extend(_load(primary, batch, stop)))
-        loading.start()
-        time.sleep(1.5)
-        pair.detach()
-        time.sleep(1.5)
-        pair.primary.kill()
-        stop.set()
-        loading.join()
-        pair.promote()
+        import psycopg
+
         promoted = Database(pair.standby.port, name=primary.name)
-        stop = threading.Event()
-        issued: list[int] = []
-        loading = threading.Thread(target=lambda: issued.extend(_load(promoted, batch, stop)))
-        loading.start()
-        time.sleep(2)
-        stop.set()
-        loading.join()
+        returned, issued = keys_across_a_crash(
+            pair,
+            primary.connect,
+            promoted.connect,
+            lambda session: draw(session, batch),
+            psycopg.OperationalError,
+        )
     finally:
         pair.close()
     assert len(returned) > 1000 and len(issued) > 1000, (len(returned), len(issued))
