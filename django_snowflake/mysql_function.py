@@ -175,16 +175,6 @@ def _raise_base_sql(base: Digits, steps: str) -> str:
     )
 
 
-def mysql_floor_sql(layout: BitLayout, units: int) -> list[str]:
-    """Top-level statements making the function's next key carry a time of at least
-    ``units`` (and its lead bound count from there)."""
-    counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
-    return [
-        *base_digits(layout).setval_sql(f"{units} * {1 << layout.sequence_bits} - {counter}"),
-        *mark_digits(layout).setval_sql(str(units)),
-    ]
-
-
 def mysql_function_sql(
     layout: BitLayout,
     slot: tuple[int, int] | None,

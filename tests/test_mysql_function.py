@@ -31,7 +31,8 @@ from django_snowflake.mysql_function import (
     OLD_BASE,
     SEEN,
     VERSION,
-    mysql_floor_sql,
+    base_digits,
+    mark_digits,
     mysql_function_sql,
 )
 from harness.private_server import PrivateServer
@@ -59,6 +60,17 @@ def hold_of(layout: BitLayout) -> int:
 
 def now_units(layout: BitLayout) -> int:
     return layout.to_units(time.time_ns() // 1_000_000)
+
+
+def mysql_floor_sql(layout: BitLayout, units: int) -> list[str]:
+    """Top-level statements making the function's next key carry a time of at least
+    ``units`` (and its lead bound count from there): a logical clock ahead of the wall clock,
+    as a burst or a clock stepped back leaves it."""
+    counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
+    return [
+        *base_digits(layout).setval_sql(f"{units} * {1 << layout.sequence_bits} - {counter}"),
+        *mark_digits(layout).setval_sql(str(units)),
+    ]
 
 
 class Database:
