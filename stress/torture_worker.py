@@ -340,6 +340,8 @@ class Worker:
                 self.reset_requested = False
                 runtime.reset()
                 self.resets += 1
+                # Recorded at once: a SIGKILL before the next periodic write would lose it.
+                self.write_stats()
             if self.fork_requested:
                 self.fork_requested = False
                 self.fork()
