@@ -15,6 +15,7 @@ version into ``$SNOWFLAKE_SUITE_CACHE/../app-tests`` (by default
     python -m tests.app_suites                                    # every app, both databases
     python -m tests.app_suites --app simple_history --db postgresql
     python -m tests.app_suites --short                            # the short form run by CI
+    pip install $(python -m tests.app_suites --requirements)      # what they need installed
 
 The exit status is 1 when a real difference (or a run without results) was found, else 0.
 """
@@ -55,6 +56,12 @@ class App:
     short: tuple[str, ...]
     # What fails only with the switch because the test itself hard-codes a key.
     rules: tuple[Rule, ...] = ()
+    # What its test settings import besides the app (installed beside it).
+    needs: tuple[str, ...] = ()
+
+    @property
+    def requirements(self) -> list[str]:
+        return [f"{self.package}=={self.version}", *self.needs]
 
     def command(self, labels: list[str], results: Path) -> list[str]:
         if self.pytest:
@@ -110,6 +117,7 @@ APPS = {
             "django-guardian",
             "3.5.2",
             pytest=True,
+            needs=("django-environ",),
             short=(
                 "guardian/testapp/tests/test_core.py",
                 "guardian/testapp/tests/test_shortcuts.py",
@@ -134,7 +142,7 @@ def check_installed(app: App) -> None:
     if installed != app.version:
         raise SystemExit(
             f"{app.package}=={app.version} must be installed to run its suite "
-            f"(found {installed}): pip install {app.package}=={app.version}"
+            f"(found {installed}): pip install {' '.join(app.requirements)}"
         )
 
 
@@ -258,7 +266,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--short", action="store_true", help="the short form run by .ci/run")
     parser.add_argument("--out", type=Path, help="where the logs and results go (default: temp)")
     parser.add_argument("--report", type=Path, help="write the tables and differences as JSON")
+    parser.add_argument(
+        "--requirements",
+        action="store_true",
+        help="print what pip must install to run the apps' suites, and run nothing",
+    )
     options = parser.parse_args(argv)
+    if options.requirements:
+        print(*(r for name in options.app.split(",") for r in APPS[name].requirements))
+        return 0
 
     import django
 
