@@ -181,6 +181,68 @@ def test_sqlite_connections_outside_django_refuse_clearly() -> None:
         other.close()
 
 
+# A fresh process on a migrated SQLite file (busy timeout 1 s): another connection holds the
+# file's lock through its first INSERT (as Django's compiler writes it), whose claim of a
+# worker slot fails; then the lock is gone.
+_CLAIM_AFTER_A_LOCK = '''
+import json, sqlite3, sys, time
+from tests import settings
+settings.DATABASES["default"]["OPTIONS"]["timeout"] = 1
+import django
+django.setup()
+from django.db import OperationalError, connection
+from tests.testapp.models import Writer
+
+insert = f"""INSERT INTO "{Writer._meta.db_table}" ("name", "greeting") VALUES ('raw', '')"""
+locker = sqlite3.connect(sys.argv[1], isolation_level=None)
+locker.execute("BEGIN EXCLUSIVE")
+started = time.monotonic()
+try:
+    connection.cursor().execute(insert)
+    first = "inserted"
+except OperationalError as error:
+    first = str(error)
+first_seconds = time.monotonic() - started
+locker.execute("ROLLBACK")
+time.sleep(1.2)
+later = []
+for _ in range(3):
+    started = time.monotonic()
+    connection.cursor().execute(insert)
+    later.append(time.monotonic() - started)
+rows = connection.cursor().execute(f"SELECT id FROM {Writer._meta.db_table}").fetchall()
+print(json.dumps({"first": first, "first_seconds": first_seconds, "later": later,
+                  "keys": [row[0] for row in rows]}))
+'''
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite only")
+def test_sqlite_recovers_from_a_first_claim_that_failed(tmp_path: Path) -> None:
+    """Issue 19 item 5: the first raw INSERT's claim fails (another writer holds the lock past
+    the busy timeout); once the writer is gone, the same connection's INSERTs get keys at once
+    (it used to be left broken, each INSERT failing after the claim's timeout)."""
+    path = tmp_path / "claim.sqlite3"
+    env = {**os.environ, "SNOWFLAKE_TEST_DB_NAME": str(path)}
+    env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    env["SNOWFLAKE_TEST_SETTINGS"] = json.dumps({"LEASE_SECONDS": 5})  # a slot leased
+    migrate = [sys.executable, "-m", "django", "migrate", "-v0"]
+    subprocess.run(migrate, env=env, check=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _CLAIM_AFTER_A_LOCK, str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert "locked" in result["first"], result
+    assert max(result["later"]) < 0.9, result  # none waited out the busy timeout
+    keys = result["keys"]
+    assert len(keys) == 3 and len(set(keys)) == 3, result
+    assert all(django_snowflake.decode(key).timestamp.year >= 2025 for key in keys)
+
+
 def test_contrib_auth_many_to_many_rows_get_keys_under_the_switch() -> None:
     # Run in a fresh interpreter: DEFAULT_AUTO_FIELD cannot change once the apps are loaded.
     env = {
