@@ -514,14 +514,15 @@ def own_label(alias: str) -> str:
 
 def galera_stranger(alias: str) -> bool:
     """Whether the Galera node of database ``alias`` has a function that is not its own:
-    another node's, which a state transfer copied there, or the refusal of a ``migrate`` that
-    did not reach it. Either refuses every call, saying to migrate through the node."""
+    another node's, which a state transfer copied there, the refusal of a ``migrate`` that did
+    not reach it, or one of a version before the nodes had their own. ``migrate`` through the
+    node replaces it."""
     connection = connections[alias]
     if connection.vendor != "mysql":
         return False
     node = galera_node(connection)
     found = re.search(r" node=(.*)$", _installed_comment(connection))
-    return node is not None and found is not None and found.group(1) != node
+    return node is not None and (found is None or found.group(1) != node)
 
 
 def _installed_comment(connection: BaseDatabaseWrapper) -> str:

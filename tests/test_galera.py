@@ -4,13 +4,17 @@ A real 3-node cluster (``harness/galera.py``) started once for the module on pri
 ports, and real processes (``python -m tests.ha_servers``) issuing IDs through its nodes:
 a claim storm over the three nodes, a takeover across nodes that meets a certification
 conflict, ``kill -9`` of a node and its rejoin, processes behind a round-robin proxy,
-``migrate`` and the database function on every node at once, and a cluster bootstrapped anew.
-Every scenario checks 0 duplicate IDs, 0 slots held by two processes at once, and that a
-process issues within a second of starting (outside a real failover).
+and a cluster bootstrapped anew. Every scenario checks 0 duplicate IDs, 0 slots held by two
+processes at once, and that a process issues within a second of starting (outside a real
+failover). And the database function (raw SQL's keys), each node's own after ``migrate``
+through one node: drawn on the three nodes at once, across a node's kill -9, restart and
+rejoin from an empty datadir, on a node down during the first ``migrate``, and replacing the
+refusal of the version before; 0 duplicate keys, each node's under its own slot.
 
 Run under ``SNOWFLAKE_TEST_DB=mariadb`` (``-m galera`` selects them). Without galera-4 they
 skip, except under ``CI``, where they fail. ``SNOWFLAKE_GALERA_SECONDS`` sets how long each
-scenario issues (default 3 s: the short form, about two minutes with the cluster's start).
+scenario issues (default 3 s: the short form, about two minutes with the cluster's start),
+``SNOWFLAKE_GALERA_KEYS`` how many keys each node draws from the function (default 2,000).
 """
 
 from __future__ import annotations
@@ -601,6 +605,27 @@ def test_a_node_down_during_the_first_migrate_refuses_until_migrated_through(
         node_slots(n3, database)["node3"]
     }
     report("a node down during the first migrate: refused, then migrated through it: issues")
+
+
+def test_migrate_replaces_the_refusal_of_the_version_before(
+    cluster: galera.Galera, keys: str
+) -> None:
+    """The version before refused on every Galera node (comment ``galera=unsupported``):
+    ``migrate`` through node 1, checks included, gives every node its own function."""
+    connection = connect(cluster.nodes[0], keys)
+    connection.cursor().execute(
+        "CREATE OR REPLACE FUNCTION django_snowflake_id() RETURNS BIGINT NOT DETERMINISTIC NO SQL "
+        f"COMMENT 'django_snowflake layout={LAYOUT.fingerprint} galera=unsupported' "
+        "BEGIN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no Snowflake database function'; "
+        "RETURN NULL; END"
+    )
+    connection.close()
+    done = migrate(cluster.nodes[0], keys)
+    assert done.returncode == 0, done.stderr[-2000:]
+    drawn, _ = on_every_node(cluster.nodes, keys, 100)
+    slots = node_slots(cluster.nodes[0], keys)
+    for name, values in drawn.items():
+        assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
 
 
 def test_a_cluster_bootstrapped_anew_is_a_failover(
