@@ -553,17 +553,36 @@ def install_function(editor: BaseDatabaseSchemaEditor) -> None:
     the cluster that ``migrate`` can reach (``wsrep_incoming_addresses``), with the same
     database settings but that node's address. A node it cannot reach keeps its function, or
     the refusal of the first install; the log says which."""
+    from .conf import get_layout
+
     connection = editor.connection
     statements = function_sql(connection)
-    _run(connection, statements, lambda statement: editor.execute(statement, params=None))
-    if _LOCAL in statements and not editor.collect_sql:
-        for address in _install_on_peers(connection):
+    peers = _galera_peers(connection) if _LOCAL in statements and not editor.collect_sql else {}
+    try:
+        _run(connection, statements, lambda statement: editor.execute(statement, params=None))
+        for address, (peer, node) in peers.items():
+            if node is not None:
+                try:
+                    with peer.cursor() as cursor:
+                        # The node has applied the refusal of a first install before it
+                        # replaces it.
+                        cursor.execute("SET SESSION wsrep_sync_wait = 1")
+                        cursor.execute("SELECT 1")
+                        cursor.execute("SET SESSION wsrep_sync_wait = DEFAULT")
+                        _run(peer, _own_sql(connection, get_layout(), node), cursor.execute)
+                    continue
+                except DatabaseError:
+                    pass
             logger.warning(
-                "The Snowflake function of database %r was not installed on Galera node %s "
-                "(unreachable): it refuses until migrate runs through that node.",
+                "The Snowflake function of database %r was not installed on Galera node %s: "
+                "it keeps the function it has, which refuses unless an earlier migrate "
+                "installed its own, until migrate runs through that node.",
                 connection.alias,
-                address,
+                node or f"{address} (unreachable)",
             )
+    finally:
+        for peer, _node in peers.values():
+            peer.close()
 
 
 # The statement before a Galera node's own function, which no other node may have.
@@ -582,39 +601,52 @@ def _run(connection: BaseDatabaseWrapper, statements: list[str], execute: Any) -
                 cursor.execute("SET SESSION wsrep_on = ON")
 
 
-def _install_on_peers(connection: BaseDatabaseWrapper) -> list[str]:
-    """Install their own function on the other nodes of ``connection``'s Galera cluster; the
-    addresses of those that could not be reached."""
-    from .conf import get_layout
-
+def _galera_peers(
+    connection: BaseDatabaseWrapper,
+) -> dict[str, tuple[BaseDatabaseWrapper, str | None]]:
+    """A connection to each other node of ``connection``'s Galera cluster, by address, and its
+    ``wsrep_node_name`` (``None``: it could not be reached). Raises ``SnowflakeError`` when two
+    nodes have one name: their functions would draw the same sequences under the same slot."""
+    identity = (
+        "SELECT @@wsrep_node_name, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'"
+    )
     with connection.cursor() as cursor:
         cursor.execute("SHOW STATUS LIKE 'wsrep_incoming_addresses'")
         row = cursor.fetchone()
-    here = galera_node(connection)
-    missed = []
-    for address in str(row[1] if row else "").split(","):
-        host, _, port = address.strip().rpartition(":")
-        if not host or not port.isdigit():
-            continue  # "AUTO" or empty: a node that does not say where it listens
-        options = {"connect_timeout": 5, **connection.settings_dict["OPTIONS"]}
-        settings = {**connection.settings_dict, "HOST": host, "PORT": port, "OPTIONS": options}
-        peer = type(connection)(settings)
-        try:
-            node = galera_node(peer)
-            if node is None or node == here:
+        cursor.execute(identity)
+        here, me = cursor.fetchone()
+    peers: dict[str, tuple[BaseDatabaseWrapper, str | None]] = {}
+    try:
+        for address in str(row[1] if row else "").split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host or not port.isdigit():
+                continue  # "AUTO" or empty: a node that does not say where it listens
+            options = {"connect_timeout": 5, **connection.settings_dict["OPTIONS"]}
+            settings = {**connection.settings_dict, "HOST": host, "PORT": port, "OPTIONS": options}
+            peer = type(connection)(settings)
+            try:
+                with peer.cursor() as cursor:
+                    cursor.execute(identity)
+                    node, uuid = cursor.fetchone()
+            except DatabaseError:
+                peers[address] = (peer, None)
                 continue
-            with peer.cursor() as cursor:
-                # The node has applied the refusal of a first install before it replaces it.
-                cursor.execute("SET SESSION wsrep_sync_wait = 1")
-                cursor.execute("SELECT 1")
-                cursor.execute("SET SESSION wsrep_sync_wait = DEFAULT")
-                statements = _own_sql(connection, get_layout(), node)
-                _run(peer, statements, cursor.execute)
-        except DatabaseError:
-            missed.append(address)
-        finally:
+            if uuid == me:
+                peer.close()  # the node migrate runs through
+            elif node == here or node in [name for _, name in peers.values()]:
+                peer.close()
+                raise SnowflakeError(
+                    f"Two nodes of the Galera cluster are named {node!r} (wsrep_node_name): "
+                    "each node's Snowflake function needs a name of its own."
+                )
+            else:
+                peers[address] = (peer, node)
+    except BaseException:
+        for peer, _node in peers.values():
             peer.close()
-    return missed
+        raise
+    return peers
 
 
 def slot_holder(slot: tuple[int, int]) -> str | None:

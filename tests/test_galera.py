@@ -628,6 +628,20 @@ def test_migrate_replaces_the_refusal_of_the_version_before(
         assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
 
 
+def test_two_nodes_of_one_name_stop_migrate(cluster: galera.Galera) -> None:
+    """Each node's function is named after its node: two nodes of one name would draw the
+    same sequences under the same slot, so ``migrate`` stops, saying why."""
+    n2, database = cluster.nodes[1], "galera_names"
+    n2.sql("SET GLOBAL wsrep_node_name = 'node1'")
+    try:
+        cluster.nodes[0].sql(f"CREATE DATABASE {database}")
+        done = migrate(cluster.nodes[0], database)
+    finally:
+        n2.sql("SET GLOBAL wsrep_node_name = 'node2'")
+    assert done.returncode != 0
+    assert "Two nodes of the Galera cluster are named 'node1'" in done.stderr, done.stderr[-2000:]
+
+
 def test_a_cluster_bootstrapped_anew_is_a_failover(
     cluster: galera.Galera, processes: list[Process], tmp_path: Path
 ) -> None:
