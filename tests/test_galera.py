@@ -337,6 +337,14 @@ def test_a_takeover_across_nodes_meets_a_certification_conflict(
     assert "concurrent write" in capfd.readouterr().err, "no certification conflict met"
 
 
+def transfer_since(node: galera.Node, logged: int) -> str:
+    """How ``node`` last rejoined, from its log past ``logged`` characters: "SST" or "IST".
+    The server logs "SST received" and "IST received" after an SST too (an IST of what the
+    cluster committed meanwhile follows it); the rsync script says which it ran."""
+    log = node.log.read_text(errors="replace")[logged:]
+    return "SST" if "SST completed on joiner" in log else "IST"
+
+
 def caught_up(node: galera.Node) -> float:
     """Seconds until ``node`` has applied every write the cluster committed."""
     started = time.monotonic()
@@ -364,14 +372,13 @@ def test_kill_9_of_a_node_and_its_rejoin(
     on_n3 = next(worker for worker in running if worker.name == "node3")
     on_n3.wait("stopped", timeout=15)
     time.sleep(1)
-    restarted = time.monotonic()
+    restarted, logged = time.monotonic(), len(n3.log.read_text(errors="replace"))
     n3.start()
     rejoined, rejoin_seconds = time.time() * 1000, time.monotonic() - restarted
     proxy.live.append(n3.port)
     on_n3.wait("resumed", timeout=30)
     resumed = time.monotonic() - killed
-    log = n3.log.read_text(errors="replace")
-    transfer = "IST" if "IST received" in log else "SST"
+    transfer = transfer_since(n3, logged)
     time.sleep(SECONDS)
     ids = {worker.name: worker.finish() for worker in running}
     paused = [worker.name for worker in running if worker.stopped() and worker is not on_n3]
@@ -507,9 +514,7 @@ def rejoin(node: galera.Node, keys: str) -> tuple[str, float, str]:
     started, logged = time.monotonic(), len(node.log.read_text(errors="replace"))
     node.start()
     seconds = time.monotonic() - started
-    # The server logs "SST received" after an IST too; the rsync script says which it was.
-    log = node.log.read_text(errors="replace")[logged:]
-    transfer = "SST" if "SST completed on joiner" in log else "IST"
+    transfer = transfer_since(node, logged)
     try:
         node.sql("SELECT django_snowflake_id()", keys)
     except subprocess.CalledProcessError as refused:
