@@ -902,18 +902,25 @@ def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """E050, E051: a database whose Snowflake function has no slot of its own, or one it does
-    not hold in the coordination database (a copy of another database's function)."""
+    not hold in the coordination database (a copy of another database's function).
+
+    A Galera node whose function is not its own (another node's, copied by a state transfer,
+    or the refusal of a ``migrate`` that did not reach it) is neither: that function refuses
+    every call there, saying to migrate through the node (an error here would stop that
+    ``migrate``)."""
     if databases is None or runtime.settings_errors():
         return []
     from django.db import DatabaseError
 
-    from .database_keys import database_label, installed_slot, slot_holder
+    from .database_keys import galera_stranger, installed_slot, own_label, slot_holder
 
     coordination = conf.get_settings()["DATABASE"]
     messages: list[CheckMessage] = []
     for alias in databases:
         try:
             exists, slot = installed_slot(alias)
+            if exists and galera_stranger(alias):
+                continue
         except DatabaseError:
             continue  # not reachable or not migrated: nothing to judge
         if not exists:
@@ -937,10 +944,10 @@ def check_database_functions(
             )
             continue
         try:
-            holder = slot_holder(slot)
+            holder, own = slot_holder(slot), own_label(alias)
         except DatabaseError:
             continue
-        if holder in (None, database_label(alias)):
+        if holder in (None, own):
             continue  # its own, or no row (a test runner's flush): nothing issues under it
         messages.append(
             _error(

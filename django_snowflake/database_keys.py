@@ -36,7 +36,10 @@ run, until ``migrate`` runs on it again; ``check --database`` says so too (``E03
   ``LEASE_SECONDS``, the replication lag (and clock skew) it tolerates.
 - MariaDB/MySQL: the same clock made of sequences only, which MariaDB draws without a lock
   anyone waits for (no table is touched, so no statement-long table lock): see
-  :mod:`django_snowflake.mysql_function`.
+  :mod:`django_snowflake.mysql_function`. On a Galera cluster every node has a function of its
+  own, over sequences only it draws, under a slot of its own (label
+  ``database:<alias>@<wsrep_node_name>``): ``migrate`` through one node installs it on every
+  node it can reach (:func:`install_function`).
 - SQLite: ``django_snowflake_id()`` is registered on every Django connection and returns
   :func:`django_snowflake.generate` (the process's own worker slot). A connection without it
   (the ``sqlite3`` shell) fails the INSERT with "unknown function".
@@ -52,6 +55,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import hashlib
+import logging
 import math
 import os
 import re
@@ -87,8 +91,11 @@ LEASE_END = datetime(9999, 12, 31, tzinfo=UTC)
 PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
 # After a failed claim on SQLite, how long a connection waits before it claims again.
 CLAIM_RETRY_SECONDS = 1.0
-# What the function's comment says, read back by the checks: "slot=W/D" or "slot=none".
+# What the function's comment says, read back by the checks: "slot=W/D" or "slot=none"; a
+# Galera node's function says "node=<wsrep_node_name>" too.
 _COMMENT = re.compile(r"slot=(?:(\d+)/(\d+)|none)")
+
+logger = logging.getLogger("django_snowflake")
 
 # Set while the schema editor writes a column definition: only then does a Snowflake primary
 # key report its database default (see fields._DatabaseKeyDefault).
@@ -133,9 +140,11 @@ def _worker_node() -> Any:
     return apps.get_model("django_snowflake", "WorkerNode")
 
 
-def database_label(alias: str) -> str:
-    """The ``WorkerNode.label`` of the slot leased for the function of database ``alias``."""
-    return f"{DATABASE_LABEL}:{alias}"
+def database_label(alias: str, node: str | None = None) -> str:
+    """The ``WorkerNode.label`` of the slot leased for the function of database ``alias``, or
+    of its Galera node ``node`` (its ``wsrep_node_name``)."""
+    label = f"{DATABASE_LABEL}:{alias}"
+    return label if node is None else f"{label}@{node}"
 
 
 def lead_units(layout: BitLayout) -> int:
@@ -152,18 +161,23 @@ def hold_units(layout: BitLayout) -> int:
 
 
 def install_sql(
-    vendor: str, layout: BitLayout, slot: tuple[int, int] | None, *, alias: str = "default"
+    vendor: str,
+    layout: BitLayout,
+    slot: tuple[int, int] | None,
+    *,
+    alias: str = "default",
+    node: str | None = None,
 ) -> list[str]:
     """The statements that create (or replace) the function on ``vendor``; ``[]`` on SQLite.
 
     They embed ``layout`` and the database's ``slot`` (``None``: the function refuses, naming
     ``alias``) and are idempotent, so every migration that creates a Snowflake column may run
-    them first.
+    them first. With ``node`` (MariaDB), they are Galera node ``node``'s own, run on it.
     """
     if vendor == "postgresql":
         return _postgresql_sql(layout, slot, alias)
     if vendor == "mysql":
-        return _mysql_sql(layout, slot, alias)
+        return _mysql_sql(layout, slot, alias, node)
     return []
 
 
@@ -175,9 +189,12 @@ def _refusal(alias: str) -> str:
     )
 
 
-def _comment(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> str:
+def _comment(
+    layout: BitLayout, slot: tuple[int, int] | None, alias: str, node: str | None = None
+) -> str:
     where = "none" if slot is None else f"{slot[0]}/{slot[1]}"
-    return f"django_snowflake layout={layout.fingerprint} slot={where} database={alias}"
+    comment = f"django_snowflake layout={layout.fingerprint} slot={where} database={alias}"
+    return comment if node is None else f"{comment} node={node}".replace("'", "''")
 
 
 def _postgresql_sql(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> list[str]:
@@ -308,7 +325,9 @@ $snowflake$""",
     ]
 
 
-def _mysql_sql(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> list[str]:
+def _mysql_sql(
+    layout: BitLayout, slot: tuple[int, int] | None, alias: str, node: str | None
+) -> list[str]:
     from .mysql_function import mysql_function_sql
 
     return mysql_function_sql(
@@ -316,8 +335,11 @@ def _mysql_sql(layout: BitLayout, slot: tuple[int, int] | None, alias: str) -> l
         slot,
         lead_units=lead_units(layout),
         hold_units=hold_units(layout),
-        comment=_comment(layout, slot, alias),
+        comment=_comment(layout, slot, alias, node),
         refusal=_refusal(alias),
+        node=node,
+        copied=f"this is Galera node {node}'s function (a state transfer copied it): "
+        f"manage.py migrate --database={alias} through this node",
     )
 
 
@@ -349,9 +371,12 @@ def drop_trigger_sql(editor: BaseDatabaseSchemaEditor, table: str) -> str:
 # The database's worker slot, leased in the coordination database.
 
 
-def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None:
-    """The worker slot of database ``alias``'s function, leased for good in ``WorkerNode``
-    on the coordination database; ``None`` while that database has no ``WorkerNode`` table.
+def lease_database_slot(
+    alias: str, layout: BitLayout, node: str | None = None
+) -> tuple[int, int] | None:
+    """The worker slot of database ``alias``'s function (of its Galera node ``node``'s),
+    leased for good in ``WorkerNode`` on the coordination database; ``None`` while that
+    database has no ``WorkerNode`` table.
 
     A slot this database already holds is kept. Otherwise the highest worker ID (in
     ``DATACENTER_ID``) that has never had a row is taken with the claim's compare-and-set: an
@@ -376,9 +401,11 @@ def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None
     if mismatch is not None:
         raise LayoutMismatch(layout.fingerprint, mismatch)
     mine = nodes.filter(host_name=DATABASE_HOST, released_at=None, datacenter_id=datacenter)
-    label = database_label(alias)
+    label = database_label(alias, node)
     # The slot of the one database a version before 0.2 leased, labelled "database".
-    legacy = mine.filter(label=DATABASE_LABEL) if alias == coordination else mine.none()
+    legacy = (
+        mine.filter(label=DATABASE_LABEL) if alias == coordination and node is None else mine.none()
+    )
     held = mine.filter(label=label).first()
     if held is None and legacy.update(label=label):
         held = mine.filter(label=label).first()
@@ -413,7 +440,7 @@ def lease_database_slot(alias: str, layout: BitLayout) -> tuple[int, int] | None
             continue  # a process or another database took this one: the next one down
         return worker, datacenter
     raise SnowflakeError(
-        f"No worker ID is left for the Snowflake function of database {alias!r}: all "
+        f"No worker ID is left for the Snowflake function of {label!r}: all "
         f"{layout.max_worker_id + 1} slots of datacenter {datacenter} have rows in WorkerNode. "
         "Raise WORKER_BITS or use another DATACENTER_ID."
     )
@@ -438,8 +465,8 @@ def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
     with connection.cursor() as cursor:
         cursor.execute(sql, [FUNCTION])
         row = cursor.fetchone()
-    if row is None or "galera=unsupported" in (row[0] or ""):
-        return False, None  # none, or a Galera node's refusal: nothing a slot would fix
+    if row is None:
+        return False, None
     found = _COMMENT.search(row[0] or "")
     if found is None or found.group(1) is None:
         return True, None
@@ -447,37 +474,179 @@ def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
 
 
 def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
-    """The statements installing the function on ``connection`` under its leased slot."""
+    """The statements installing the function on ``connection`` under its leased slot; on a
+    Galera node, that node's own (:func:`install_function` installs the other nodes')."""
     from .conf import get_layout
 
     if connection.vendor not in ("postgresql", "mysql"):
         return []
     layout = get_layout()
-    if connection.vendor == "mysql" and _is_galera(connection):
-        return [_galera_refusal(layout)]
-    slot = lease_database_slot(connection.alias, layout)
-    return install_sql(connection.vendor, layout, slot, alias=connection.alias)
+    node = galera_node(connection) if connection.vendor == "mysql" else None
+    statements = _own_sql(connection, layout, node)
+    if node is not None and "node=" not in _installed_comment(connection):
+        # The first install on the cluster: every node gets a function that refuses, saying
+        # what to run, before the nodes migrate reaches get their own.
+        statements.insert(0, _galera_refusal(connection.alias, layout))
+    return statements
 
 
-def _is_galera(connection: BaseDatabaseWrapper) -> bool:
+def _own_sql(connection: BaseDatabaseWrapper, layout: BitLayout, node: str | None) -> list[str]:
+    slot = lease_database_slot(connection.alias, layout, node)
+    return install_sql(connection.vendor, layout, slot, alias=connection.alias, node=node)
+
+
+def galera_node(connection: BaseDatabaseWrapper) -> str | None:
+    """The ``wsrep_node_name`` of the Galera node ``connection`` is on; ``None`` off Galera."""
     with connection.cursor() as cursor:
-        cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
+        cursor.execute(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_node_name')"
+        )
+        variables = {name.lower(): value for name, value in cursor.fetchall()}
+    return variables["wsrep_node_name"] if variables.get("wsrep_on") == "ON" else None
+
+
+def own_label(alias: str) -> str:
+    """The ``WorkerNode.label`` the function of database ``alias`` should issue under: its own,
+    or its Galera node's."""
+    connection = connections[alias]
+    return database_label(alias, galera_node(connection) if connection.vendor == "mysql" else None)
+
+
+def galera_stranger(alias: str) -> bool:
+    """Whether the Galera node of database ``alias`` has a function that is not its own:
+    another node's, which a state transfer copied there, the refusal of a ``migrate`` that did
+    not reach it, or one of a version before the nodes had their own. ``migrate`` through the
+    node replaces it."""
+    connection = connections[alias]
+    if connection.vendor != "mysql":
+        return False
+    node = galera_node(connection)
+    found = re.search(r" node=(.*)$", _installed_comment(connection))
+    return node is not None and (found is None or found.group(1) != node)
+
+
+def _installed_comment(connection: BaseDatabaseWrapper) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT routine_comment FROM information_schema.routines "
+            "WHERE routine_schema = DATABASE() AND routine_name = %s",
+            [FUNCTION],
+        )
         row = cursor.fetchone()
-    return row is not None and str(row[1]).upper() == "ON"
+    return str(row[0]) if row else ""
 
 
-def _galera_refusal(layout: BitLayout) -> str:
-    """A Galera node's function: it refuses, clearly. Sequences are neither certified nor
-    serialised across the nodes of a cluster (two nodes drawing one NOCACHE sequence at once
-    get the same values; GET_LOCK is node-local), so a clock kept in them would repeat keys.
-    Django's own inserts carry the process's key and never call it (docs/high_availability)."""
-    text = "no Snowflake database function on a Galera cluster: give the key in the INSERT"
-    return (
-        f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT\n"
-        f"NOT DETERMINISTIC NO SQL\nCOMMENT 'django_snowflake layout={layout.fingerprint} "
-        "galera=unsupported'\n"
-        f"BEGIN\n    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{text}';\n    RETURN NULL;\nEND"
+def _galera_refusal(alias: str, layout: BitLayout) -> str:
+    """The function of a Galera node that ``migrate`` did not reach: it refuses, saying what to
+    run (replicated to every node, which is why no node lacks the function its triggers call)."""
+    from .mysql_function import refusal_sql
+
+    return refusal_sql(
+        f"{_comment(layout, None, alias)} node=",
+        f"this Galera node has no Snowflake function of its own: manage.py migrate "
+        f"--database={alias} while it is in the cluster",
     )
+
+
+def install_function(editor: BaseDatabaseSchemaEditor) -> None:
+    """Install the function through ``editor``; on a Galera node, then on every other node of
+    the cluster that ``migrate`` can reach (``wsrep_incoming_addresses``), with the same
+    database settings but that node's address. A node it cannot reach keeps its function, or
+    the refusal of the first install; the log says which."""
+    from .conf import get_layout
+
+    connection = editor.connection
+    statements = function_sql(connection)
+    peers = _galera_peers(connection) if _LOCAL in statements and not editor.collect_sql else {}
+    try:
+        _run(connection, statements, lambda statement: editor.execute(statement, params=None))
+        for address, (peer, node) in peers.items():
+            if node is not None:
+                try:
+                    with peer.cursor() as cursor:
+                        # The node has applied the refusal of a first install before it
+                        # replaces it.
+                        cursor.execute("SET SESSION wsrep_sync_wait = 1")
+                        cursor.execute("SELECT 1")
+                        cursor.execute("SET SESSION wsrep_sync_wait = DEFAULT")
+                        _run(peer, _own_sql(connection, get_layout(), node), cursor.execute)
+                    continue
+                except DatabaseError:
+                    pass
+            logger.warning(
+                "The Snowflake function of database %r was not installed on Galera node %s: "
+                "it keeps the function it has, which refuses unless an earlier migrate "
+                "installed its own, until migrate runs through that node.",
+                connection.alias,
+                node or f"{address} (unreachable)",
+            )
+    finally:
+        for peer, _node in peers.values():
+            peer.close()
+
+
+# The statement before a Galera node's own function, which no other node may have.
+_LOCAL = "SET SESSION wsrep_on = OFF"
+
+
+def _run(connection: BaseDatabaseWrapper, statements: list[str], execute: Any) -> None:
+    """``execute`` each statement; the session replicates again after a Galera node's own
+    function, even when a statement failed."""
+    try:
+        for statement in statements:
+            execute(statement)
+    finally:
+        if _LOCAL in statements:
+            with connection.cursor() as cursor:
+                cursor.execute("SET SESSION wsrep_on = ON")
+
+
+def _galera_peers(
+    connection: BaseDatabaseWrapper,
+) -> dict[str, tuple[BaseDatabaseWrapper, str | None]]:
+    """A connection to each other node of ``connection``'s Galera cluster, by address, and its
+    ``wsrep_node_name`` (``None``: it could not be reached). Raises ``SnowflakeError`` when two
+    nodes have one name: their functions would draw the same sequences under the same slot."""
+    identity = (
+        "SELECT @@wsrep_node_name, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+        "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW STATUS LIKE 'wsrep_incoming_addresses'")
+        row = cursor.fetchone()
+        cursor.execute(identity)
+        here, me = cursor.fetchone()
+    peers: dict[str, tuple[BaseDatabaseWrapper, str | None]] = {}
+    try:
+        for address in str(row[1] if row else "").split(","):
+            host, _, port = address.strip().rpartition(":")
+            if not host or not port.isdigit():
+                continue  # "AUTO" or empty: a node that does not say where it listens
+            options = {"connect_timeout": 5, **connection.settings_dict["OPTIONS"]}
+            settings = {**connection.settings_dict, "HOST": host, "PORT": port, "OPTIONS": options}
+            peer = type(connection)(settings)
+            try:
+                with peer.cursor() as cursor:
+                    cursor.execute(identity)
+                    node, uuid = cursor.fetchone()
+            except DatabaseError:
+                peers[address] = (peer, None)
+                continue
+            if uuid == me:
+                peer.close()  # the node migrate runs through
+            elif node == here or node in [name for _, name in peers.values()]:
+                peer.close()
+                raise SnowflakeError(
+                    f"Two nodes of the Galera cluster are named {node!r} (wsrep_node_name): "
+                    "each node's Snowflake function needs a name of its own."
+                )
+            else:
+                peers[address] = (peer, node)
+    except BaseException:
+        for peer, _node in peers.values():
+            peer.close()
+        raise
+    return peers
 
 
 def slot_holder(slot: tuple[int, int]) -> str | None:
@@ -496,8 +665,9 @@ def slot_holder(slot: tuple[int, int]) -> str | None:
 
 def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     """``post_migrate``: give a database whose function has no slot of its own (it was
-    migrated before the coordination database) or another database's (it is a copy of
-    another database) one, now that ``migrate`` runs on it again.
+    migrated before the coordination database) or another's (it is a copy of another database,
+    or on a Galera node of another node's, by a state transfer) one, now that ``migrate`` runs
+    on it again (through that node: the others are then installed too).
 
     A slot whose row is gone (a test runner's flush of ``WorkerNode``, which sends
     ``post_migrate`` too) is left as it is: the function keeps issuing under it.
@@ -512,13 +682,12 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
         exists, slot = installed_slot(using)
         if not exists:
             return
-        if slot is not None and slot_holder(slot) in (None, database_label(using)):
+        if slot is not None and slot_holder(slot) in (None, own_label(using)):
             return
     except DatabaseError:
         return
     with connection.schema_editor() as editor:
-        for statement in function_sql(connection):
-            editor.execute(statement, params=None)
+        install_function(editor)
 
 
 class _DatabaseOperation(Operation):
@@ -546,8 +715,7 @@ class InstallDatabaseFunction(_DatabaseOperation):
         from_state: Any,
         to_state: Any,
     ) -> None:
-        for statement in function_sql(schema_editor.connection):
-            schema_editor.execute(statement, params=None)
+        install_function(schema_editor)
 
     def describe(self) -> str:
         return "Install the database's Snowflake function django_snowflake_id()"
@@ -614,8 +782,7 @@ class SnowflakeSchemaEditorMixin:
         if self._snowflake_installed or not any(_is_database_keyed(f) for f in fields):
             return
         self._snowflake_installed = True
-        for statement in function_sql(self.connection):
-            self.execute(statement, params=None)  # type: ignore[attr-defined]
+        install_function(self)  # type: ignore[arg-type]
 
     def _snowflake_default(self, model: Any, pk: Any) -> None:
         """Give the existing table of ``model`` the key default (see AddDatabaseDefaults).

@@ -51,23 +51,45 @@ and drawn without a lock that anyone waits for:
 
 The install statements are idempotent, and carry the clock of earlier versions (a one-row
 MyISAM table ``base`` beside the same ``counter``) over before they drop it.
+
+**A Galera node** (``node``) gets a clock of its own: the same function over sequences named
+after it (``django_snowflake_id_<node>_counter``...), under a slot of its own. Galera neither
+certifies nor serialises a sequence's draws across nodes (one sequence drawn on two nodes at
+once repeats values) and ``GET_LOCK`` is a node's own, but a sequence only one node draws is
+safe: its draws replicate as row images to the others, so a node that rejoins by a state
+transfer gets its clock back. The sequences are created cluster-wide (replicated DDL); the
+function is created on that node alone (``wsrep_on`` off for the statement), since each node's
+names its own sequences and slot. A state transfer (SST) copies the donor's whole datadir,
+its function included: a function refuses on any node but its own, and the node's incarnation
+is its name and ``wsrep_gcomm_uuid`` (new at every start), so after a crash and rejoin the
+node skips its clock past the keys it issued whose draws were not replicated, as a failover.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 
 from .layout import BitLayout
 
 FUNCTION = "django_snowflake_id"
-COUNTER = "django_snowflake_id_counter"
 #: The one-row table of the base in earlier versions (MyISAM), carried over and dropped.
 OLD_BASE = "django_snowflake_id_base"
-#: Odd while a catch-up moves the high digits of ``base`` (``base_1``...), which every
-#: session caches while it stays even and unchanged.
-VERSION = "django_snowflake_id_version"
 #: Which server the clock runs on: the incarnation of ``allocators.database``.
 MYSQL_INCARNATION_SQL = "CONCAT(@@server_id, '@', @@hostname, ':', @@port)"
+#: Which run of a Galera node the clock runs on: ``wsrep_gcomm_uuid`` is new at every start
+#: (a status variable: read once per session).
+GALERA_INCARNATION_SQL = (
+    "CONCAT(@@wsrep_node_name, '@', (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+    "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'))"
+)
+#: The names of the server's sequences; a Galera node's carry its name too (node_prefix).
+PREFIX = "django_snowflake_id_"
+COUNTER = f"{PREFIX}counter"
+#: Odd while a catch-up moves the high digits of ``base`` (``base_1``...), which every
+#: session caches while it stays even and unchanged.
+VERSION = f"{PREFIX}version"
 #: The session's cached answers (user variables), for the database named in the first: a
 #: session may call the functions of several databases.
 DATABASE_VARIABLE = "@django_snowflake_id_database"
@@ -131,29 +153,43 @@ class Digits:
         ]
 
 
-def base_digits(layout: BitLayout) -> Digits:
+def node_prefix(node: str) -> str:
+    """The prefix of the sequences of Galera node ``node``'s clock: its name when that is a
+    short lowercase word, else a digest of it (a name is any string; a sequence is a table,
+    whose name may be case-sensitive)."""
+    key = (
+        node
+        if re.fullmatch(r"[a-z0-9]{1,16}", node)
+        else "n" + hashlib.md5(node.encode()).hexdigest()[:12]
+    )
+    return f"{PREFIX}{key}_"
+
+
+def base_digits(layout: BitLayout, prefix: str = PREFIX) -> Digits:
     """``base``, in units of the layout's sequence: a digit per 64 time units, so catching up
     after half a second of quiet is 60 draws or fewer."""
-    return Digits(
-        "django_snowflake_id_base_", 1 << layout.sequence_bits, 6, -(-layout.time_bits // 6)
-    )
+    return Digits(f"{prefix}base_", 1 << layout.sequence_bits, 6, -(-layout.time_bits // 6))
 
 
-def mark_digits(layout: BitLayout) -> Digits:
+def mark_digits(layout: BitLayout, prefix: str = PREFIX) -> Digits:
     """``mark`` (the last catch-up or skip point), in time units. It is raised every half lead
     (rounding down, so it never passes the clock): its first digit is the largest power of two
     within half a lead, and a digit per 2**11 of those."""
     half = max(1, max(1, 1000 // layout.time_unit_ms) // 2)
     step = 1 << (half.bit_length() - 1)
     bits = max(1, layout.time_bits - (step.bit_length() - 1))
-    return Digits("django_snowflake_id_mark_", step, 11, -(-bits // 11))
+    return Digits(f"{prefix}mark_", step, 11, -(-bits // 11))
 
 
-#: The incarnation the clock last skipped for: the sum is CRC32(incarnation) modulo 2**32.
-#: Only sequences: an InnoDB row read by a function called from an INSERT is read with a lock
-#: held to commit (X when the function may write it), which made every session's first key
-#: wait for the longest statement. A new record adds less than 2**32.
-SEEN = Digits("django_snowflake_id_seen_", 1, 11, 3)
+def seen_digits(prefix: str = PREFIX) -> Digits:
+    """The incarnation the clock last skipped for: the sum is CRC32(incarnation) modulo 2**32.
+    Only sequences: an InnoDB row read by a function called from an INSERT is read with a lock
+    held to commit (X when the function may write it), which made every session's first key
+    wait for the longest statement. A new record adds less than 2**32."""
+    return Digits(f"{prefix}seen_", 1, 11, 3)
+
+
+SEEN = seen_digits()
 
 
 def now_units_sql(layout: BitLayout) -> str:
@@ -161,18 +197,60 @@ def now_units_sql(layout: BitLayout) -> str:
     return f"FLOOR((UNIX_TIMESTAMP(SYSDATE(3)) * 1000 - {layout.epoch_ms}) / {layout.time_unit_ms})"
 
 
-def _raise_base_sql(base: Digits, steps: str) -> str:
+def _raise_base_sql(base: Digits, version: str, steps: str) -> str:
     """Statements moving ``base`` up by ``steps`` (a variable): the high digits, if any, with
     ``version`` odd (a catch-up in progress), then ``base_0``."""
     return (
         f"IF {steps} >= {1 << base.radix_bits} THEN "
-        f"SET x = NEXT VALUE FOR {VERSION}; "
-        f"IF x % 2 = 1 THEN SET x = NEXT VALUE FOR {VERSION}; END IF; "
+        f"SET x = NEXT VALUE FOR {version}; "
+        f"IF x % 2 = 1 THEN SET x = NEXT VALUE FOR {version}; END IF; "
         f"{base.raise_sql(steps, first=1)} "
-        f"SET x = NEXT VALUE FOR {VERSION}; "
-        f"IF x % 2 = 0 THEN SET x = NEXT VALUE FOR {VERSION}; END IF; "
+        f"SET x = NEXT VALUE FOR {version}; "
+        f"IF x % 2 = 0 THEN SET x = NEXT VALUE FOR {version}; END IF; "
         f"END IF; {base.raise_sql(steps, last=0)}"
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Clock:
+    """What one function's clock is made of: the server's, or a Galera node's own."""
+
+    layout: BitLayout
+    node: str | None
+
+    @property
+    def prefix(self) -> str:
+        return PREFIX if self.node is None else node_prefix(self.node)
+
+    @property
+    def counter(self) -> str:
+        return f"{self.prefix}counter"
+
+    @property
+    def version(self) -> str:
+        return f"{self.prefix}version"
+
+    @property
+    def base(self) -> Digits:
+        return base_digits(self.layout, self.prefix)
+
+    @property
+    def mark(self) -> Digits:
+        return mark_digits(self.layout, self.prefix)
+
+    @property
+    def seen(self) -> Digits:
+        return seen_digits(self.prefix)
+
+    @property
+    def incarnation(self) -> str:
+        return MYSQL_INCARNATION_SQL if self.node is None else GALERA_INCARNATION_SQL
+
+    @property
+    def session(self) -> str:
+        """What every call compares with the session's cached answer: the incarnation itself
+        on a server; on a Galera node its name (a session ends with the node's run)."""
+        return MYSQL_INCARNATION_SQL if self.node is None else "@@wsrep_node_name"
 
 
 def mysql_function_sql(
@@ -183,6 +261,8 @@ def mysql_function_sql(
     hold_units: int,
     comment: str = "",
     refusal: str = "",
+    node: str | None = None,
+    copied: str = "",
 ) -> list[str]:
     """The statements creating (or replacing) ``django_snowflake_id()`` and its sequences.
 
@@ -190,21 +270,37 @@ def mysql_function_sql(
     refuses every call (with ``refusal``, at most 128 characters, when given).
     ``lead_units`` bounds how far past ``max(now, P)`` a returned key may be; ``hold_units``
     is added to the skip at a new incarnation (the lease, in units). ``comment`` is the
-    function's comment (by default its layout).
+    function's comment (by default its layout). ``node`` is the ``wsrep_node_name`` of the
+    Galera node the statements are for, run on a connection to it: its own clock, its
+    function created on it alone, refusing on any other node (with ``copied``, when given).
     """
+    clock = _Clock(layout, node)
     sb = layout.sequence_bits
-    base, mark = base_digits(layout), mark_digits(layout)
+    base, mark, seen = clock.base, clock.mark, clock.seen
     now_units = now_units_sql(layout)
-    counter = f"(SELECT next_not_cached_value FROM {COUNTER})"
+    counter = f"(SELECT next_not_cached_value FROM {clock.counter})"
     old_base = f"COALESCE((SELECT base FROM {OLD_BASE} WHERE id = 1), 0)"
+    function = _function_sql(
+        clock,
+        slot,
+        lead_units=lead_units,
+        hold_units=hold_units,
+        comment=comment or f"Layout {layout.fingerprint}",
+        refusal=refusal,
+        copied=copied
+        or f"this function is Galera node {node}'s (a state transfer copied it): "
+        "run manage.py migrate through this node",
+    )
     return [
-        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} START WITH 0 MINVALUE 0",
+        # Galera refuses a cached sequence; on one server the cache spares a write per key.
+        f"CREATE SEQUENCE IF NOT EXISTS {clock.counter} START WITH 0 MINVALUE 0"
+        + ("" if node is None else " NOCACHE"),
         *base.create_sql(),
         *mark.create_sql(),
-        *SEEN.create_sql(),
-        f"CREATE SEQUENCE IF NOT EXISTS {VERSION} START WITH 0 MINVALUE 0 NOCACHE",
+        *seen.create_sql(),
+        f"CREATE SEQUENCE IF NOT EXISTS {clock.version} START WITH 0 MINVALUE 0 NOCACHE",
         # The server the function is first installed on is the clock's own.
-        *SEEN.setval_sql(f"IF({SEEN.sum_sql()} = 0, CRC32({MYSQL_INCARNATION_SQL}), 0)"),
+        *seen.setval_sql(f"IF({seen.sum_sql()} = 0, CRC32({clock.incarnation}), 0)"),
         # So that the carry-over reads a table whether or not an earlier version left one.
         f"CREATE TABLE IF NOT EXISTS {OLD_BASE} "
         "(id TINYINT NOT NULL PRIMARY KEY, base BIGINT NOT NULL) ENGINE=InnoDB",
@@ -216,37 +312,59 @@ def mysql_function_sql(
             f" - {counter})",
         ),
         *mark.setval_sql(f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb})"),
-        _function_sql(
-            layout,
-            slot,
-            lead_units=lead_units,
-            hold_units=hold_units,
-            comment=comment or f"Layout {layout.fingerprint}",
-            refusal=refusal,
+        # A Galera node's function names its own sequences and slot: not replicated.
+        *(
+            [function]
+            if node is None
+            else ["SET SESSION wsrep_on = OFF", function, "SET SESSION wsrep_on = ON"]
         ),
         f"DROP TABLE IF EXISTS {OLD_BASE}",
     ]
 
 
+def refusal_sql(comment: str, refusal: str) -> str:
+    """``django_snowflake_id()`` refusing every call with ``refusal`` (at most 128
+    characters)."""
+    text = refusal.replace("'", "''")[:128]
+    return _header(comment) + (
+        f"BEGIN\n    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{text}';\n    RETURN NULL;\nEND"
+    )
+
+
+def _header(comment: str) -> str:
+    return (
+        f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT\n"
+        f"NOT DETERMINISTIC MODIFIES SQL DATA\nCOMMENT '{comment}'\n"
+    )
+
+
+def _guard_sql(node: str | None, copied: str) -> str:
+    """A Galera node's function refuses on any other node (an SST copied it there): it would
+    issue under its node's slot from that node's clock, as its node does."""
+    if node is None:
+        return ""
+    text = copied.replace("'", "''")[:128]
+    name = node.replace("'", "''")
+    return (
+        f"\n    IF NOT @@wsrep_node_name <=> '{name}' THEN\n"
+        f"        SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{text}';\n    END IF;"
+    )
+
+
 def _function_sql(
-    layout: BitLayout,
+    clock: _Clock,
     slot: tuple[int, int] | None,
     *,
     lead_units: int,
     hold_units: int,
     comment: str,
     refusal: str,
+    copied: str,
 ) -> str:
-    header = (
-        f"CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS BIGINT\n"
-        f"NOT DETERMINISTIC MODIFIES SQL DATA\nCOMMENT '{comment}'\n"
-    )
+    layout = clock.layout
+    header = _header(comment)
     if slot is None and refusal:
-        text = refusal.replace("'", "''")[:128]
-        return header + (
-            f"BEGIN\n    SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{text}';\n"
-            "    RETURN NULL;\nEND"
-        )
+        return refusal_sql(comment, refusal)
     if slot is None:
         return header + (
             "BEGIN\n"
@@ -260,10 +378,11 @@ def _function_sql(
     worker, datacenter = slot
     sb = layout.sequence_bits
     unit = 1 << sb
-    digits, marks = base_digits(layout), mark_digits(layout)
+    digits, marks, seens = clock.base, clock.mark, clock.seen
+    counter, version, incarnation = clock.counter, clock.version, clock.incarnation
     fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
     base, mark, high = digits.sum_sql(), marks.sum_sql(), digits.sum_sql(first=1)
-    seen = SEEN.sum_sql()
+    seen = seens.sum_sql()
     now_units = now_units_sql(layout)
     half = lead_units // 2
     lock = "lock_name"
@@ -276,8 +395,8 @@ def _function_sql(
     -- Layout {layout.fingerprint}, worker {worker}, datacenter {datacenter}. A key is
     -- m = base + counter in layout units: time m DIV {unit}, sequence m & {layout.max_sequence}.
     DECLARE b1 BIGINT; DECLARE v1 BIGINT; DECLARE n BIGINT; DECLARE m BIGINT;
-    DECLARE now_u BIGINT;
-    IF NOT ({DATABASE_VARIABLE} <=> DATABASE() AND {SEEN_VARIABLE} <=> {MYSQL_INCARNATION_SQL})
+    DECLARE now_u BIGINT;{_guard_sql(clock.node, copied)}
+    IF NOT ({DATABASE_VARIABLE} <=> DATABASE() AND {SEEN_VARIABLE} <=> {clock.session})
     THEN
         SET {DATABASE_VARIABLE} = DATABASE(), {SEEN_VARIABLE} = NULL, {MARK_VARIABLE} = NULL,
             {HIGH_VARIABLE} = NULL, {VERSION_VARIABLE} = NULL;
@@ -286,13 +405,13 @@ def _function_sql(
             DECLARE {lock} VARCHAR(64) DEFAULT {LOCK_SQL};
             DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN DO RELEASE_LOCK({lock}); RESIGNAL; END;
             SET t = {seen};
-            IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
+            IF t % {1 << 32} <> CRC32({incarnation}) THEN
                 -- A new server: one session skips, the others wait for it, then see it.
                 {stale}
                 DO GET_LOCK({lock}, 10);
                 SET t = {seen};
-                IF t % {1 << 32} <> CRC32({MYSQL_INCARNATION_SQL}) THEN
-                    SET n = NEXT VALUE FOR {COUNTER};
+                IF t % {1 << 32} <> CRC32({incarnation}) THEN
+                    SET n = NEXT VALUE FOR {counter};
                     SET b1 = {base};
                     SET p = {mark};
                     SET m = GREATEST({now_units}, (b1 + n) DIV {unit}, p)
@@ -300,26 +419,26 @@ def _function_sql(
                     SET k = (m - p) DIV {marks.step};
                     {marks.raise_sql("k")}
                     SET k = m - (b1 + n) DIV {unit};
-                    {_raise_base_sql(digits, "k")}
+                    {_raise_base_sql(digits, version, "k")}
                     SET {MARK_VARIABLE} = m;
-                    SET k = ({1 << 32} + CAST(CRC32({MYSQL_INCARNATION_SQL}) AS SIGNED) - t % {1 << 32})
+                    SET k = ({1 << 32} + CAST(CRC32({incarnation}) AS SIGNED) - t % {1 << 32})
                         % {1 << 32};
-                    {SEEN.raise_sql("k")}
+                    {seens.raise_sql("k")}
                 END IF;
                 DO RELEASE_LOCK({lock});
             END IF;
         END;
-        SET {SEEN_VARIABLE} = {MYSQL_INCARNATION_SQL};
+        SET {SEEN_VARIABLE} = {clock.session};
     END IF;
     draw: LOOP
         -- A table's row is read before the select list is evaluated: b1, v1, then the draw.
-        SELECT s0.next_not_cached_value, v.next_not_cached_value, NEXT VALUE FOR {COUNTER}
-            INTO b1, v1, n FROM {digits.prefix}0 s0, {VERSION} v;
+        SELECT s0.next_not_cached_value, v.next_not_cached_value, NEXT VALUE FOR {counter}
+            INTO b1, v1, n FROM {digits.prefix}0 s0, {version} v;
         -- base_0 and version unchanged across the draw, and version as when the high digits
         -- were cached: base was b1 + those at the draw.
         SELECT IF(s0.next_not_cached_value = b1 AND v.next_not_cached_value = v1
                 AND v1 = {VERSION_VARIABLE}, b1 + {HIGH_VARIABLE} + n, NULL),
-            {now_units} INTO m, now_u FROM {digits.prefix}0 s0, {VERSION} v;
+            {now_units} INTO m, now_u FROM {digits.prefix}0 s0, {version} v;
         IF m DIV {unit} >= now_u THEN
             LEAVE draw;
         END IF;
@@ -335,7 +454,7 @@ def _function_sql(
                     ITERATE draw;  -- base moved across the draw
                 END IF;
                 SET k = {high};
-                IF v1 % 2 = 0 AND v1 = (SELECT next_not_cached_value FROM {VERSION}) THEN
+                IF v1 % 2 = 0 AND v1 = (SELECT next_not_cached_value FROM {version}) THEN
                     -- The high digits did not move while they were read: cache them.
                     SET {HIGH_VARIABLE} = k;
                     SET {VERSION_VARIABLE} = v1;
@@ -343,7 +462,7 @@ def _function_sql(
                 END IF;
                 -- The high digits are moving: read all of base around a draw.
                 SET b1 = {base};
-                SET n = NEXT VALUE FOR {COUNTER};
+                SET n = NEXT VALUE FOR {counter};
                 SET b2 = {base};
                 IF b1 <> b2 THEN
                     ITERATE draw;
@@ -360,12 +479,12 @@ def _function_sql(
                 LEAVE draw;
             END IF;
             SELECT s0.next_not_cached_value, v.next_not_cached_value INTO b2, k
-                FROM {digits.prefix}0 s0, {VERSION} v;
+                FROM {digits.prefix}0 s0, {version} v;
             SET b2 = IF(k = {VERSION_VARIABLE}, b2 + {HIGH_VARIABLE}, {base});
             IF b2 = m - n THEN
                 -- Nobody moved base since m was drawn: move it by what m is behind.
                 SET k = now_u - m DIV {unit};
-                {_raise_base_sql(digits, "k")}
+                {_raise_base_sql(digits, version, "k")}
             END IF;
             IF {MARK_VARIABLE} IS NULL OR now_u > {MARK_VARIABLE} + {half} THEN
                 SET p = {mark};

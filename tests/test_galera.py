@@ -4,19 +4,25 @@ A real 3-node cluster (``harness/galera.py``) started once for the module on pri
 ports, and real processes (``python -m tests.ha_servers``) issuing IDs through its nodes:
 a claim storm over the three nodes, a takeover across nodes that meets a certification
 conflict, ``kill -9`` of a node and its rejoin, processes behind a round-robin proxy,
-``migrate`` and the database function on every node at once, and a cluster bootstrapped anew.
-Every scenario checks 0 duplicate IDs, 0 slots held by two processes at once, and that a
-process issues within a second of starting (outside a real failover).
+and a cluster bootstrapped anew. Every scenario checks 0 duplicate IDs, 0 slots held by two
+processes at once, and that a process issues within a second of starting (outside a real
+failover). And the database function (raw SQL's keys), each node's own after ``migrate``
+through one node: drawn on the three nodes at once, across a node's kill -9, restart and
+rejoin from an empty datadir, on a node down during the first ``migrate``, and replacing the
+refusal of the version before; 0 duplicate keys, each node's under its own slot.
 
 Run under ``SNOWFLAKE_TEST_DB=mariadb`` (``-m galera`` selects them). Without galera-4 they
 skip, except under ``CI``, where they fail. ``SNOWFLAKE_GALERA_SECONDS`` sets how long each
-scenario issues (default 3 s: the short form, about two minutes with the cluster's start).
+scenario issues (default 3 s: the short form, about two minutes with the cluster's start),
+``SNOWFLAKE_GALERA_KEYS`` how many keys each node draws from the function (default 2,000).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +31,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -330,6 +337,14 @@ def test_a_takeover_across_nodes_meets_a_certification_conflict(
     assert "concurrent write" in capfd.readouterr().err, "no certification conflict met"
 
 
+def transfer_since(node: galera.Node, logged: int) -> str:
+    """How ``node`` last rejoined, from its log past ``logged`` characters: "SST" or "IST".
+    The server logs "SST received" and "IST received" after an SST too (an IST of what the
+    cluster committed meanwhile follows it); the rsync script says which it ran."""
+    log = node.log.read_text(errors="replace")[logged:]
+    return "SST" if "SST completed on joiner" in log else "IST"
+
+
 def caught_up(node: galera.Node) -> float:
     """Seconds until ``node`` has applied every write the cluster committed."""
     started = time.monotonic()
@@ -357,14 +372,13 @@ def test_kill_9_of_a_node_and_its_rejoin(
     on_n3 = next(worker for worker in running if worker.name == "node3")
     on_n3.wait("stopped", timeout=15)
     time.sleep(1)
-    restarted = time.monotonic()
+    restarted, logged = time.monotonic(), len(n3.log.read_text(errors="replace"))
     n3.start()
     rejoined, rejoin_seconds = time.time() * 1000, time.monotonic() - restarted
     proxy.live.append(n3.port)
     on_n3.wait("resumed", timeout=30)
     resumed = time.monotonic() - killed
-    log = n3.log.read_text(errors="replace")
-    transfer = "IST" if "IST received" in log else "SST"
+    transfer = transfer_since(n3, logged)
     time.sleep(SECONDS)
     ids = {worker.name: worker.finish() for worker in running}
     paused = [worker.name for worker in running if worker.stopped() and worker is not on_n3]
@@ -379,38 +393,258 @@ def test_kill_9_of_a_node_and_its_rejoin(
     assert max(firsts.values()) < first_id_bound(), firsts
 
 
-def test_migrate_and_the_database_function_on_every_node(cluster: galera.Galera) -> None:
-    """``migrate`` on the cluster, then the database function drawn on the three nodes at
-    once. A sequence drawn on two nodes is neither certified nor serialised (one NOCACHE
-    sequence drawn 1,000 times on each node at once: 1,926 duplicates of 3,000), so on a
-    Galera node the function refuses every call, clearly, and issues nothing; Django's own
-    inserts carry the process's key. Before: ``migrate`` failed (Galera refuses a cached
-    sequence), and the function, made of a MyISAM base table and a sequence, looped forever
-    on the nodes that did not create it."""
-    database = "galera_keys"
-    cluster.nodes[0].sql(f"CREATE DATABASE {database}")
-    done = migrate(cluster.nodes[0], database)
+KEYS = "galera_keys"
+#: Keys each node draws in the scenarios of the database function: half by SELECT, half by
+#: raw INSERTs into a migrated table keyed by the function (its trigger).
+PER_NODE = int(os.environ.get("SNOWFLAKE_GALERA_KEYS", "2000"))
+
+
+@pytest.fixture(scope="module")
+def keys(cluster: galera.Galera) -> str:
+    """A database migrated through node 1: every node has its function, under its slot."""
+    cluster.nodes[0].sql(f"CREATE DATABASE {KEYS}")
+    started = time.monotonic()
+    done = migrate(cluster.nodes[0], KEYS)
     assert done.returncode == 0, done.stderr[-2000:]
-    outcomes: dict[int, str] = {}
+    report(f"migrate through node 1 (the function on 3 nodes): {time.monotonic() - started:.1f} s")
+    return KEYS
 
-    def draw(node: galera.Node) -> None:
-        try:
-            outcomes[node.number] = node.sql("SELECT django_snowflake_id();" * 100, database)
-        except subprocess.CalledProcessError as exc:
-            outcomes[node.number] = exc.stderr
 
-    threads = [threading.Thread(target=draw, args=(node,)) for node in cluster.nodes]
+def connect(node: galera.Node, database: str) -> Any:
+    import MySQLdb
+
+    return MySQLdb.connect(
+        host="127.0.0.1", port=node.port, user="root", database=database, autocommit=True
+    )
+
+
+def draw_keys(node: galera.Node, database: str, count: int) -> tuple[list[int], float]:
+    """``count`` keys from ``node``'s function, half by SELECT and half by raw INSERTs into
+    ``testapp_tag`` (read back by their names); the seconds to the first key."""
+    connection = connect(node, database)
+    try:
+        cursor = connection.cursor()
+        started = time.monotonic()
+        cursor.execute("SELECT django_snowflake_id()")
+        first = time.monotonic() - started
+        values = [cursor.fetchone()[0]]
+        cursor.execute(f"SELECT django_snowflake_id() FROM seq_1_to_{count // 2 - 1}")
+        values += [row[0] for row in cursor.fetchall()]
+        tag = f"{node.name}-{time.monotonic_ns()}"
+        for chunk in range(0, count - count // 2, 100):  # a statement per 100 rows
+            rows = min(100, count - count // 2 - chunk)
+            cursor.execute(
+                "INSERT INTO testapp_tag (name) "
+                f"SELECT CONCAT('{tag}-', seq) FROM seq_{chunk + 1}_to_{chunk + rows}"
+            )
+        cursor.execute("SELECT id FROM testapp_tag WHERE name LIKE %s", [f"{tag}-%"])
+        values += [row[0] for row in cursor.fetchall()]
+        return values, first
+    finally:
+        connection.close()
+
+
+def on_every_node(
+    nodes: list[galera.Node], database: str, count: int
+) -> tuple[dict[str, list[int]], dict[str, float]]:
+    """Each node's keys and time to its first key, drawn on all nodes at once."""
+    drawn: dict[str, tuple[list[int], float]] = {}
+
+    def work(node: galera.Node) -> None:
+        drawn[node.name] = draw_keys(node, database, count)
+
+    threads = [threading.Thread(target=work, args=(node,)) for node in nodes]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    refusal = "no Snowflake database function on a Galera cluster: give the key in the INSERT"
-    assert {number: refusal in text for number, text in outcomes.items()} == {
-        1: True,
-        2: True,
-        3: True,
+    assert len(drawn) == len(nodes), "a node's draws failed (see the thread's traceback)"
+    return {name: values for name, (values, _) in drawn.items()}, {
+        name: first for name, (_, first) in drawn.items()
     }
-    report("migrate on the cluster: done; the database function refused on all 3 nodes")
+
+
+def node_slots(node: galera.Node, database: str) -> dict[str, int]:
+    """The worker IDs the coordination database recorded for each node's function."""
+    rows = node.sql(
+        "SELECT label, worker_id FROM django_snowflake_workernode "
+        "WHERE label LIKE 'database:default@%'",
+        database,
+    )
+    return {
+        label.split("@")[1]: int(worker)
+        for label, worker in (line.split("\t") for line in rows.splitlines())
+    }
+
+
+def test_the_database_function_on_every_node_at_once(cluster: galera.Galera, keys: str) -> None:
+    """``migrate`` through node 1 installs on every node a function of its own, over
+    sequences only that node draws, under a slot of its own; the three nodes draw at once.
+    Before: the function refused on every node (one sequence drawn on two nodes at once
+    repeats values: 1,926 duplicates of 3,000)."""
+    slots = node_slots(cluster.nodes[0], keys)
+    assert sorted(slots) == ["node1", "node2", "node3"] and len(set(slots.values())) == 3
+    drawn, firsts = on_every_node(cluster.nodes, keys, PER_NODE)
+    everything = [value for values in drawn.values() for value in values]
+    duplicates = len(everything) - len(set(everything))
+    report(
+        f"the database function on 3 nodes at once: {len(everything):,} keys "
+        f"({PER_NODE:,} per node, half by raw INSERT), {duplicates} duplicates, slots "
+        + ", ".join(f"{name} {worker}" for name, worker in sorted(slots.items()))
+        + "; first key: "
+        + ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in sorted(firsts.items()))
+    )
+    assert duplicates == 0
+    for name, values in drawn.items():
+        assert len(values) == PER_NODE
+        assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
+
+
+def wipe(node: galera.Node) -> None:
+    """Empty ``node``'s datadir: it rejoins by a full state transfer (SST) from a donor."""
+    shutil.rmtree(node.data)
+    node.data.mkdir()
+    if galera.USER:
+        shutil.chown(node.data, "mysql", "mysql")
+
+
+def rejoin(node: galera.Node, keys: str) -> tuple[str, float, str]:
+    """Start ``node`` again: how it rejoined (IST or SST), in how many seconds, and what its
+    function said to its first call (``""``: it issued)."""
+    started, logged = time.monotonic(), len(node.log.read_text(errors="replace"))
+    node.start()
+    seconds = time.monotonic() - started
+    transfer = transfer_since(node, logged)
+    try:
+        node.sql("SELECT django_snowflake_id()", keys)
+    except subprocess.CalledProcessError as refused:
+        return transfer, seconds, refused.stderr
+    return transfer, seconds, ""
+
+
+def test_a_node_killed_and_rejoined_issues_above_its_keys(
+    cluster: galera.Galera, keys: str
+) -> None:
+    """Node 3 is killed (kill -9) while it draws keys, and restarted; then stopped and
+    restarted (IST); then restarted from an empty datadir (SST). Each new run of the node (a
+    new ``wsrep_gcomm_uuid``) skips its clock past anything it issued. After an SST the
+    donor's function came with the copy: it refuses on node 3, saying to migrate through it,
+    and issues again once ``migrate`` ran through node 3. The other nodes issue meanwhile."""
+    n3 = cluster.nodes[2]
+    before: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        connection = connect(n3, keys)
+        with contextlib.suppress(Exception):
+            cursor = connection.cursor()
+            while not stop.is_set():
+                cursor.execute("SELECT django_snowflake_id() FROM seq_1_to_50")
+                before.extend(row[0] for row in cursor.fetchall())
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    time.sleep(1)
+    n3.kill()
+    stop.set()
+    loader.join()
+    runs = [before]
+    lines = [f"node 3 drew {len(before):,} keys until kill -9"]
+    others: list[int] = []
+    for how in ("kill -9", "restart", "empty datadir"):
+        if how == "restart":
+            n3.stop()
+        elif how == "empty datadir":
+            n3.stop()
+            wipe(n3)
+        transfer, seconds, refusal = rejoin(n3, keys)
+        if transfer == "SST":
+            assert "(a state transfer copied it)" in refusal, (how, refusal)
+            done = migrate(n3, keys)
+            assert done.returncode == 0, done.stderr[-2000:]
+        else:
+            assert not refusal, refusal
+        drawn_at = time.time() * 1000
+        values, first = draw_keys(n3, keys, PER_NODE)
+        ahead = (unit_ms(min(values)) - drawn_at) / 1000
+        assert ahead > 2, "no skip of the clock at the node's new run"
+        runs.append(values)
+        drawn, _ = on_every_node(cluster.nodes[:2], keys, PER_NODE // 4)
+        others += [value for values in drawn.values() for value in values]
+        lines.append(
+            f"{how}: rejoined by {transfer} in {seconds:.1f} s"
+            + (", refused until migrate through it" if refusal else "")
+            + f", first key in {first * 1000:.0f} ms ({ahead:.1f} s ahead: the skip),"
+            f" {len(values):,} keys"
+        )
+    everything = [value for values in runs for value in values] + others
+    duplicates = len(everything) - len(set(everything))
+    report("; ".join(lines) + f"; {len(everything):,} keys in all, {duplicates} duplicates")
+    assert before and duplicates == 0
+    assert all(min(later) > max(earlier) for earlier, later in itertools.pairwise(runs))
+    assert "SST" in lines[-1]
+
+
+def test_a_node_down_during_the_first_migrate_refuses_until_migrated_through(
+    cluster: galera.Galera,
+) -> None:
+    """Node 3 is stopped while a new database is migrated through node 1: it rejoins (IST)
+    with the refusal the first install replicated to every node, which says what to run, and
+    ``check`` does not stop that ``migrate``; migrated through node 3, it issues under a slot
+    of its own."""
+    n3, database = cluster.nodes[2], "galera_late"
+    n3.stop()
+    try:
+        cluster.nodes[0].sql(f"CREATE DATABASE {database}")
+        done = migrate(cluster.nodes[0], database)
+        assert done.returncode == 0, done.stderr[-2000:]
+    finally:
+        n3.start()
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        n3.sql("SELECT django_snowflake_id()", database)
+    assert "no Snowflake function of its own" in refused.value.stderr
+    done = migrate(n3, database)
+    assert done.returncode == 0, done.stderr[-2000:]
+    values, _ = draw_keys(n3, database, 100)
+    assert {LAYOUT.decompose(value).worker_id for value in values} == {
+        node_slots(n3, database)["node3"]
+    }
+    report("a node down during the first migrate: refused, then migrated through it: issues")
+
+
+def test_migrate_replaces_the_refusal_of_the_version_before(
+    cluster: galera.Galera, keys: str
+) -> None:
+    """The version before refused on every Galera node (comment ``galera=unsupported``):
+    ``migrate`` through node 1, checks included, gives every node its own function."""
+    connection = connect(cluster.nodes[0], keys)
+    connection.cursor().execute(
+        "CREATE OR REPLACE FUNCTION django_snowflake_id() RETURNS BIGINT NOT DETERMINISTIC NO SQL "
+        f"COMMENT 'django_snowflake layout={LAYOUT.fingerprint} galera=unsupported' "
+        "BEGIN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no Snowflake database function'; "
+        "RETURN NULL; END"
+    )
+    connection.close()
+    done = migrate(cluster.nodes[0], keys)
+    assert done.returncode == 0, done.stderr[-2000:]
+    drawn, _ = on_every_node(cluster.nodes, keys, 100)
+    slots = node_slots(cluster.nodes[0], keys)
+    for name, values in drawn.items():
+        assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
+
+
+def test_two_nodes_of_one_name_stop_migrate(cluster: galera.Galera) -> None:
+    """Each node's function is named after its node: two nodes of one name would draw the
+    same sequences under the same slot, so ``migrate`` stops, saying why."""
+    n2, database = cluster.nodes[1], "galera_names"
+    n2.sql("SET GLOBAL wsrep_node_name = 'node1'")
+    try:
+        cluster.nodes[0].sql(f"CREATE DATABASE {database}")
+        done = migrate(cluster.nodes[0], database)
+    finally:
+        n2.sql("SET GLOBAL wsrep_node_name = 'node2'")
+    assert done.returncode != 0
+    assert "Two nodes of the Galera cluster are named 'node1'" in done.stderr, done.stderr[-2000:]
 
 
 def test_a_cluster_bootstrapped_anew_is_a_failover(
