@@ -901,13 +901,15 @@ def _narrow_column(model: type[Model], name: str, column: Any, example: type[Mod
 def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """E050, E051: a database whose Snowflake function has no slot of its own, or one it does
+    """W050, W051: a database whose Snowflake function has no slot of its own, or one it does
     not hold in the coordination database (a copy of another database's function).
+
+    Warnings, not errors: ``migrate`` runs the database checks and stops at an error, and
+    ``migrate`` of that database is what gives its function a slot of its own.
 
     A Galera node whose function is not its own (another node's, copied by a state transfer,
     or the refusal of a ``migrate`` that did not reach it) is neither: that function refuses
-    every call there, saying to migrate through the node (an error here would stop that
-    ``migrate``)."""
+    every call there, saying to migrate through the node."""
     if databases is None or runtime.settings_errors():
         return []
     from django.db import DatabaseError
@@ -927,8 +929,8 @@ def check_database_functions(
             continue
         if slot is None:
             messages.append(
-                _error(
-                    "E050",
+                _warning(
+                    "W050",
                     _(
                         "The Snowflake function of database %(alias)s has no worker slot of "
                         "its own: every INSERT that leaves a Snowflake key out fails."
@@ -950,8 +952,8 @@ def check_database_functions(
         if holder in (None, own):
             continue  # its own, or no row (a test runner's flush): nothing issues under it
         messages.append(
-            _error(
-                "E051",
+            _warning(
+                "W051",
                 _(
                     "The Snowflake function of database %(alias)s issues under worker "
                     "slot %(slot)s, which database %(coordination)s records for %(holder)s: "

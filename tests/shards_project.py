@@ -116,7 +116,8 @@ def _raw_keys(alias: str, seconds: float, sessions: int) -> list[str]:
 def _check(alias: str) -> list[str]:
     from django.core import checks
 
-    return [m.id or "" for m in checks.run_checks(databases=[alias]) if m.is_serious()]
+    messages = checks.run_checks(databases=[alias])
+    return [m.id for m in messages if m.id and m.is_serious(checks.WARNING)]
 
 
 def in_order() -> dict[str, Any]:
@@ -178,8 +179,10 @@ def shard_first() -> dict[str, Any]:
     except DatabaseError as exc:
         seen["before"] = str(exc)
     seen["check_before"] = _check("shard1")
-    call_command("migrate", database="default", verbosity=0)
-    call_command("migrate", database="shard1", verbosity=0)
+    # With its system checks, as manage.py runs it (call_command skips them): the check of
+    # the shard must not stop the migrate that its hint says to run.
+    call_command("migrate", database="default", verbosity=0, skip_checks=False)
+    call_command("migrate", database="shard1", verbosity=0, skip_checks=False)
     with connections["shard1"].cursor() as cursor:
         cursor.execute("INSERT INTO keys_app_note (text) VALUES ('raw')")
         cursor.execute("SELECT id FROM keys_app_note")

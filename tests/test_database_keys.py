@@ -445,7 +445,7 @@ def test_defaults_leave_a_column_a_migration_made_for_an_auto_field_alone() -> N
 
 @SERVER
 @pytest.mark.django_db
-def test_E051_a_database_whose_function_issues_under_another_databases_slot() -> None:
+def test_W051_a_database_whose_function_issues_under_another_databases_slot() -> None:
     """A restored dump used as a new shard carries the other database's function."""
     from django_snowflake.checks import check_database_functions
 
@@ -455,7 +455,7 @@ def test_E051_a_database_whose_function_issues_under_another_databases_slot() ->
     row = WorkerNode.objects.filter(worker_id=slot[0], datacenter_id=slot[1])
     row.update(label=database_label("shard-it-was-copied-from"))
     (message,) = check_database_functions(databases=["default"])
-    assert message.id == "django_snowflake.E051"
+    assert message.id == "django_snowflake.W051"
     assert "shard-it-was-copied-from" in message.msg
 
 
