@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import gc
+import json
 import os
 import platform
 import statistics
@@ -28,6 +29,23 @@ def summary(values: Sequence[float]) -> dict[str, Any]:
         "max": max(values),
         "runs": list(values),
     }
+
+
+# Probes run once by hand, apart from the benchmark, with the date they were run: records kept
+# as data in benchmarks/probes/, so the page's modules hold the sentences, not the measurements.
+PROBES = Path(__file__).resolve().parent / "probes"
+
+
+def probe(name: str) -> dict[str, Any]:
+    """The record ``benchmarks/probes/<name>.json``."""
+    record: dict[str, Any] = json.loads((PROBES / f"{name}.json").read_text())
+    return record
+
+
+def day(iso: str) -> str:
+    """A probe's ISO date as the page spells it: ``23 November 2026``."""
+    value = datetime.date.fromisoformat(iso)
+    return f"{value.day} {value:%B %Y}"
 
 
 def rotated(items: Sequence[T], round_number: int) -> list[T]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import statistics
-from datetime import date
 from pathlib import Path
 from typing import Any
 
 from . import bulk_load, concurrency, report
+from .common import day, probe
 from .report import DB_NAMES, DOCS, KEYS, NAMES, Target, _mb, _rate, chart, spread, table
 
 
@@ -271,9 +270,6 @@ def _paired(section: dict[str, Any], key: str, baseline: str) -> float:
     return statistics.median(ours / theirs for ours, theirs in runs)
 
 
-# Probes run once by hand, apart from the benchmark, with the date they were run: records kept
-# as data in benchmarks/probes/, so this module holds the sentences and not the measurements.
-PROBES = Path(__file__).resolve().parent / "probes"
 NUMBER_WORDS = (
     "zero",
     "one",
@@ -289,18 +285,6 @@ NUMBER_WORDS = (
 )
 
 
-def _probe(name: str) -> dict[str, Any]:
-    """The record ``benchmarks/probes/<name>.json``."""
-    record: dict[str, Any] = json.loads((PROBES / f"{name}.json").read_text())
-    return record
-
-
-def _day(iso: str) -> str:
-    """A probe's ISO date as the page spells it: ``23 November 2026``."""
-    day = date.fromisoformat(iso)
-    return f"{day.day} {day:%B %Y}"
-
-
 def _item(sentences: list[str]) -> str:
     """A list item one sentence per line (continuations indented under the item's text), so
     the generated page changes by lines as its figures do."""
@@ -308,20 +292,20 @@ def _item(sentences: list[str]) -> str:
 
 
 def _create_probe() -> str:
-    probe = _probe("create")
+    record = probe("create")
     return (
-        f"A probe of the database's side alone ({_day(probe['date'])}, autocommit, the four variants "
-        f"in turns of {probe['turn_rows']:,} rows, medians of {probe['runs']} runs of "
-        f"{probe['rows']:,}): a bare ``INSERT ... RETURNING id`` into the ``BigAutoField`` table "
-        f"took {probe['insert_returning_us']} µs, a bare ``INSERT`` of a Snowflake row "
-        f"{probe['insert_us']} µs, so all a database-made key costs is "
-        f"{probe['database_key_us']} µs a row ({probe['database_key_ratio']:.2f}x); Django's "
-        f"``create()`` added {probe['create_adds_us']['bigauto']} µs to the first and "
-        f"{probe['create_adds_us']['snowflake']} µs to the second (one more value through "
+        f"A probe of the database's side alone ({day(record['date'])}, autocommit, the four variants "
+        f"in turns of {record['turn_rows']:,} rows, medians of {record['runs']} runs of "
+        f"{record['rows']:,}): a bare ``INSERT ... RETURNING id`` into the ``BigAutoField`` table "
+        f"took {record['insert_returning_us']} µs, a bare ``INSERT`` of a Snowflake row "
+        f"{record['insert_us']} µs, so all a database-made key costs is "
+        f"{record['database_key_us']} µs a row ({record['database_key_ratio']:.2f}x); Django's "
+        f"``create()`` added {record['create_adds_us']['bigauto']} µs to the first and "
+        f"{record['create_adds_us']['snowflake']} µs to the second (one more value through "
         "Django's compiler and psycopg's quoting, and an ID that at this rate is nearly always "
         "the first of its millisecond, which takes ``generate()``'s locked path: "
-        f"{probe['generate_us']['first_of_millisecond']} µs, against "
-        f"{probe['generate_us']['same_millisecond']} µs for the next ID of the same "
+        f"{record['generate_us']['first_of_millisecond']} µs, against "
+        f"{record['generate_us']['same_millisecond']} µs for the next ID of the same "
         "millisecond)."
     )
 
@@ -534,9 +518,9 @@ Before and after, measured back to back with ``--quick`` on {before_after_date} 
 
 def _optimisations() -> str:
     """What was optimised, with the figures of its probes and its before-and-after record."""
-    int8 = _probe("int8_wrapper")
+    int8 = probe("int8_wrapper")
     ab = int8["bulk_create"]
-    before_after = _probe("before_after")
+    before_after = probe("before_after")
     text = OPTIMISATIONS.format(
         int8_gc_off=int8["int8_us"]["gc_off"],
         int8_gc_on=int8["int8_us"]["gc_on"],
@@ -545,11 +529,11 @@ def _optimisations() -> str:
         array_values=int8["array_ms"]["values"],
         ab_runs=NUMBER_WORDS[ab["runs"]],
         ab_rows=ab["rows"],
-        ab_date=_day(ab["date"]),
+        ab_date=day(ab["date"]),
         with_wrapper=" and ".join(f"{ratio:.3f}x" for ratio in ab["with_wrapper"]),
         without=" and ".join(f"{ratio:.3f}x" for ratio in ab["without"]),
         probe_runs=NUMBER_WORDS[len(ab["without"])],
-        before_after_date=_day(before_after["date"]),
+        before_after_date=day(before_after["date"]),
     )
     rows = [
         [row["label"], spread(row["before"], row["format"]), spread(row["after"], row["format"])]
