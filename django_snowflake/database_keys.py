@@ -448,7 +448,18 @@ def lease_database_slot(
 
 def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
     """Whether database ``alias`` has the function, and the slot its comment names."""
-    connection = connections[alias]
+    comment = _installed_comment(connections[alias])
+    if comment is None:
+        return False, None
+    found = _COMMENT.search(comment)
+    if found is None or found.group(1) is None:
+        return True, None
+    return True, (int(found.group(1)), int(found.group(2)))
+
+
+def _installed_comment(connection: BaseDatabaseWrapper) -> str | None:
+    """The comment of the function installed on ``connection`` (``""`` without one);
+    ``None`` when it has no function."""
     if connection.vendor == "postgresql":
         sql = (
             "SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p "
@@ -461,16 +472,11 @@ def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
             "WHERE routine_schema = DATABASE() AND routine_name = %s"
         )
     else:
-        return False, None
+        return None
     with connection.cursor() as cursor:
         cursor.execute(sql, [FUNCTION])
         row = cursor.fetchone()
-    if row is None:
-        return False, None
-    found = _COMMENT.search(row[0] or "")
-    if found is None or found.group(1) is None:
-        return True, None
-    return True, (int(found.group(1)), int(found.group(2)))
+    return None if row is None else str(row[0] or "")
 
 
 def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
@@ -483,7 +489,7 @@ def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
     layout = get_layout()
     node = galera_node(connection) if connection.vendor == "mysql" else None
     statements = _own_sql(connection, layout, node)
-    if node is not None and "node=" not in _installed_comment(connection):
+    if node is not None and "node=" not in (_installed_comment(connection) or ""):
         # The first install on the cluster: every node gets a function that refuses, saying
         # what to run, before the nodes migrate reaches get their own.
         statements.insert(0, _galera_refusal(connection.alias, layout))
@@ -521,19 +527,8 @@ def galera_stranger(alias: str) -> bool:
     if connection.vendor != "mysql":
         return False
     node = galera_node(connection)
-    found = re.search(r" node=(.*)$", _installed_comment(connection))
+    found = re.search(r" node=(.*)$", _installed_comment(connection) or "")
     return node is not None and (found is None or found.group(1) != node)
-
-
-def _installed_comment(connection: BaseDatabaseWrapper) -> str:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT routine_comment FROM information_schema.routines "
-            "WHERE routine_schema = DATABASE() AND routine_name = %s",
-            [FUNCTION],
-        )
-        row = cursor.fetchone()
-    return str(row[0]) if row else ""
 
 
 def _galera_refusal(alias: str, layout: BitLayout) -> str:
