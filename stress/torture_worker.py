@@ -288,7 +288,8 @@ class Worker:
         seams.close()
 
     def fast_ids(self) -> int:
-        return sum(self.singles) - sum(count[0] for count in self.slow.values())
+        # A copy first: a generator thread adds an entry when it builds a new generator.
+        return sum(self.singles) - sum(count[0] for count in self.slow.copy().values())
 
     def sample_clock(self) -> None:
         """Measure this process's step and count the fast-path IDs issued while stepped."""
