@@ -28,10 +28,10 @@ run, until ``migrate`` runs on it again; ``check --database`` says so too (``E03
   (``pg_try_advisory_lock``); the others return their value, unique, a moment behind the
   clock: nobody queues, so the convoy of a lock every session waits on at each new
   millisecond cannot form. A burst may run ahead of the clock by ``lead`` units past the
-  last catch-up (``anchor``); beyond, the function sleeps until the clock is there. On the
-  first call of a session it compares the server's incarnation (system identifier and
-  timeline, as the process leases do) with the one it last saw; after a promotion or a
-  restore it skips its clock past anything the old primary could have issued: past
+  ``anchor`` (a catch-up point, raised every half lead); beyond, the function sleeps until
+  the clock is there. On the first call of a session it compares the server's incarnation
+  (system identifier and timeline, as the process leases do) with the one it last saw; after
+  a promotion or a restore it skips its clock past anything the old primary could have issued: past
   ``max(now, replayed clock, replayed anchor) + hold + 2 * lead``, where ``hold`` is
   ``LEASE_SECONDS``, the replication lag (and clock skew) it tolerates.
 - MariaDB/MySQL: the same clock made of sequences only, which MariaDB draws without a lock
@@ -226,6 +226,10 @@ $snowflake$""",
         "(SELECT hashtextextended(system_identifier::text || '/' || "
         "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), 0) FROM pg_control_system())"
     )
+    # Read through pg_sequence_last_value(), not a SELECT from the sequence: the same
+    # unlocked latest value (NULL before the first setval, when the SELECT reads START 0),
+    # without a query plan's executor run, twice per key.
+    last_base = f"COALESCE(pg_sequence_last_value('{BASE}'::regclass), 0)"
     return [
         f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
         f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
@@ -287,9 +291,9 @@ BEGIN
         PERFORM {FAILOVER}();
     END IF;
     LOOP
-        SELECT last_value INTO b1 FROM {BASE};
+        b1 := {last_base};
         n := nextval('{COUNTER}');
-        SELECT last_value INTO b2 FROM {BASE};
+        b2 := {last_base};
         CONTINUE WHEN b1 <> b2;
         m := b1 + n;
         t := m >> {sb};
@@ -301,7 +305,11 @@ BEGIN
                 SELECT last_value INTO n FROM {COUNTER};
                 IF b1 + n < (now_u << {sb}) THEN
                     PERFORM setval('{BASE}', (now_u << {sb}) - n);
-                    PERFORM setval('{ANCHOR}', GREATEST(now_u, (SELECT last_value FROM {ANCHOR})));
+                    -- The anchor moves every half lead, not at each catch-up: a write less
+                    -- per time unit, and a bound half a lead tighter after a step back.
+                    IF now_u > (SELECT last_value FROM {ANCHOR}) + {lead // 2} THEN
+                        PERFORM setval('{ANCHOR}', now_u);
+                    END IF;
                 END IF;
             EXCEPTION WHEN OTHERS THEN
                 PERFORM pg_advisory_unlock({PG_LOCK_KEY});
