@@ -244,3 +244,79 @@ def test_a_fresh_project_with_the_switch(project: Project) -> None:
     # generic relation is at risk yet: W040 alone.
     assert before_fix == ({STARTAPP_PIN} if pinned else NARROW_GENERIC)
     assert after_fix == NARROW_GENERIC
+
+
+TUTORIAL = Path(__file__).resolve().parent.parent / "docs" / "tutorial.rst"
+
+# Run in the project: the admin's changelist of the tutorial's Order, as a browser asking for
+# German sees it (a superuser logged in, one order).
+ADMIN_IN_GERMAN = """
+import django
+django.setup()
+from django.contrib.auth.models import User
+from django.test import Client
+from django.test.utils import setup_test_environment
+from shop.models import Order
+
+setup_test_environment()
+Order.objects.create(customer="Ada", total="12.50")
+user = User.objects.filter(username="ada").first() or User.objects.create_superuser("ada")
+client = Client(HTTP_ACCEPT_LANGUAGE="de")
+client.force_login(user)
+response = client.get("/admin/shop/order/")
+assert response.status_code == 200, response.status_code
+print(response.content.decode())
+"""
+
+
+def _tutorial_block(first_line: str) -> str:
+    """The code block of docs/tutorial.rst that starts with ``first_line``, dedented."""
+    text = TUTORIAL.read_text()
+    start = text.index(f"   {first_line}\n")
+    block = []
+    for line in text[start:].splitlines():
+        if line and not line.startswith("   "):
+            break
+        block.append(line[3:])
+    return "\n".join(block).strip() + "\n"
+
+
+def test_the_tutorials_admin_speaks_german_with_the_middleware_it_names(
+    project: Project,
+) -> None:
+    """Issue 21 item 9: the tutorial's models and admin, then its LocaleMiddleware step. A
+    browser asking for German sees the package's German words the tutorial promises only once
+    the middleware is where the tutorial puts it."""
+    apps = project.root / "shop" / "apps.py"
+    apps.write_text(APP_PIN.sub("\n", apps.read_text()))  # the tutorial's W040 step
+    for name in ("models.py", "admin.py"):
+        (project.root / "shop" / name).write_text(_tutorial_block(f"# shop/{name}"))
+    promised = re.search(
+        r"A browser set to German then gets \*(.+?)\* and \*(.+?)\*", TUTORIAL.read_text()
+    )
+    assert promised, "the tutorial no longer says what German looks like"
+    project.manage("makemigrations", "shop")
+    project.manage("migrate")
+
+    before = project.run("-c", ADMIN_IN_GERMAN)
+    assert not any(words in before for words in promised.groups()), "German without the middleware"
+
+    # The tutorial's MIDDLEWARE block: LocaleMiddleware between the two it names around it.
+    shown = re.findall(
+        r'"(django\.middleware\.[\w.]+|django\.contrib\.[\w.]+)"',
+        _tutorial_block("# mysite/settings.py"),
+    )
+    after = shown[shown.index("django.middleware.locale.LocaleMiddleware") - 1]
+    settings = project.root / "mysite" / "settings.py"
+    text, placed = re.subn(
+        rf"^(\s*)(['\"]){re.escape(after)}\2,\n",
+        r"\g<0>\1\2django.middleware.locale.LocaleMiddleware\2,\n",
+        settings.read_text(),
+        flags=re.M,
+    )
+    assert placed == 1, text
+    settings.write_text(text)
+
+    german = project.run("-c", ADMIN_IN_GERMAN)
+    for words in promised.groups():
+        assert words in german, f"{words!r} not on the German changelist"
