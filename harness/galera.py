@@ -59,7 +59,9 @@ class Node:
     def address(self) -> str:
         return f"127.0.0.1:{self.gcomm}"
 
-    def start(self, *, bootstrap: bool = False, wait: bool = True) -> None:
+    def start(self, *, bootstrap: bool = False, wait: bool = True, incoming: str = "") -> None:
+        """Start the node; ``incoming`` is the address it tells the cluster clients reach it
+        at (``wsrep_incoming_addresses``), by default its own."""
         peers = "" if bootstrap else ",".join(node.address for node in self.cluster.nodes)
         provider_options = (
             f"gmcast.listen_addr=tcp://127.0.0.1:{self.gcomm}; ist.recv_addr=127.0.0.1:{self.ist}; "
@@ -77,7 +79,7 @@ class Node:
             f"--wsrep-cluster-name={self.cluster.name}", f"--wsrep-node-name={self.name}",
             f"--wsrep-cluster-address=gcomm://{peers}",
             f"--wsrep-node-address=127.0.0.1:{self.gcomm}",
-            f"--wsrep-node-incoming-address=127.0.0.1:{self.port}",
+            f"--wsrep-node-incoming-address={incoming or f'127.0.0.1:{self.port}'}",
             f"--wsrep-sst-receive-address=127.0.0.1:{self.sst}",
             "--wsrep-sst-method=rsync", f"--wsrep-provider-options={provider_options}",
             *(["--wsrep-new-cluster"] if bootstrap else []),

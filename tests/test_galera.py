@@ -37,6 +37,7 @@ import pytest
 
 from django_snowflake.layout import BitLayout
 from harness import galera
+from harness.private_server import free_port
 from harness.processes import read_ids
 
 from .ha_servers import ROOT, Router
@@ -610,6 +611,44 @@ def test_a_node_down_during_the_first_migrate_refuses_until_migrated_through(
         node_slots(n3, database)["node3"]
     }
     report("a node down during the first migrate: refused, then migrated through it: issues")
+
+
+def test_a_node_migrate_cannot_reach_keeps_the_refusal_and_the_log_says_which(
+    cluster: galera.Galera,
+) -> None:
+    """Node 3 tells the cluster an address where nothing listens (a firewall, a wrong
+    ``wsrep_node_incoming_address``): ``migrate`` through node 1 installs the other nodes'
+    functions, logs that node 3's was not installed and why, and node 3 keeps the refusal of
+    the first install until ``migrate`` runs through it."""
+    n3, database = cluster.nodes[2], "galera_unreached"
+    nowhere = f"127.0.0.1:{free_port()}"
+    n3.stop()
+    n3.start(incoming=nowhere)
+    try:
+        cluster.nodes[0].sql(f"CREATE DATABASE {database}")
+        done = migrate(cluster.nodes[0], database)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert f"was not installed on Galera node {nowhere} (unreachable)" in done.stderr, (
+            done.stderr[-2000:]
+        )
+        for node in cluster.nodes[:2]:
+            values, _ = draw_keys(node, database, 100)
+            assert {LAYOUT.decompose(value).worker_id for value in values} == {
+                node_slots(node, database)[node.name]
+            }
+        with pytest.raises(subprocess.CalledProcessError) as refused:
+            n3.sql("SELECT django_snowflake_id()", database)
+        assert "no Snowflake function of its own" in refused.value.stderr
+        done = migrate(n3, database)
+        assert done.returncode == 0, done.stderr[-2000:]
+        values, _ = draw_keys(n3, database, 100)
+        assert {LAYOUT.decompose(value).worker_id for value in values} == {
+            node_slots(n3, database)["node3"]
+        }
+    finally:
+        n3.stop()
+        n3.start()  # the address the other tests' migrate reaches it at
+    report("a node migrate cannot reach: logged, refused, then migrated through it: issues")
 
 
 def test_migrate_replaces_the_refusal_of_the_version_before(
