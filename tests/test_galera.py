@@ -586,6 +586,25 @@ def test_a_node_killed_and_rejoined_issues_above_its_keys(
     assert "SST" in lines[-1]
 
 
+def issues_under_its_slot(node: galera.Node, database: str) -> None:
+    """``node``'s function issues keys under the slot recorded for that node."""
+    values, _ = draw_keys(node, database, 100)
+    assert {LAYOUT.decompose(value).worker_id for value in values} == {
+        node_slots(node, database)[node.name]
+    }
+
+
+def refuses_until_migrated_through(node: galera.Node, database: str) -> None:
+    """``node`` has no function of its own (the refusal of the first install) until
+    ``migrate`` runs through it; then it issues under its own slot."""
+    with pytest.raises(subprocess.CalledProcessError) as refused:
+        node.sql("SELECT django_snowflake_id()", database)
+    assert "no Snowflake function of its own" in refused.value.stderr
+    done = migrate(node, database)
+    assert done.returncode == 0, done.stderr[-2000:]
+    issues_under_its_slot(node, database)
+
+
 def test_a_node_down_during_the_first_migrate_refuses_until_migrated_through(
     cluster: galera.Galera,
 ) -> None:
@@ -601,15 +620,7 @@ def test_a_node_down_during_the_first_migrate_refuses_until_migrated_through(
         assert done.returncode == 0, done.stderr[-2000:]
     finally:
         n3.start()
-    with pytest.raises(subprocess.CalledProcessError) as refused:
-        n3.sql("SELECT django_snowflake_id()", database)
-    assert "no Snowflake function of its own" in refused.value.stderr
-    done = migrate(n3, database)
-    assert done.returncode == 0, done.stderr[-2000:]
-    values, _ = draw_keys(n3, database, 100)
-    assert {LAYOUT.decompose(value).worker_id for value in values} == {
-        node_slots(n3, database)["node3"]
-    }
+    refuses_until_migrated_through(n3, database)
     report("a node down during the first migrate: refused, then migrated through it: issues")
 
 
@@ -632,19 +643,8 @@ def test_a_node_migrate_cannot_reach_keeps_the_refusal_and_the_log_says_which(
             done.stderr[-2000:]
         )
         for node in cluster.nodes[:2]:
-            values, _ = draw_keys(node, database, 100)
-            assert {LAYOUT.decompose(value).worker_id for value in values} == {
-                node_slots(node, database)[node.name]
-            }
-        with pytest.raises(subprocess.CalledProcessError) as refused:
-            n3.sql("SELECT django_snowflake_id()", database)
-        assert "no Snowflake function of its own" in refused.value.stderr
-        done = migrate(n3, database)
-        assert done.returncode == 0, done.stderr[-2000:]
-        values, _ = draw_keys(n3, database, 100)
-        assert {LAYOUT.decompose(value).worker_id for value in values} == {
-            node_slots(n3, database)["node3"]
-        }
+            issues_under_its_slot(node, database)
+        refuses_until_migrated_through(n3, database)
     finally:
         n3.stop()
         n3.start()  # the address the other tests' migrate reaches it at
