@@ -13,6 +13,9 @@ key comes from
 - ``snowflake``: the trigger and function the package installs (``mysql_function``, the
   ``twitter`` layout).
 
+and, for the trigger ways, INSERTs that give the key (as Django's ``create()`` does under the
+switch), which fire the trigger without calling its function: what the trigger alone costs.
+
 A stored function cannot be a column's ``DEFAULT``, and only a function can follow the clock,
 bound its lead and notice a failover (``mysql_function``): the record
 (``benchmarks/probes/mariadb_trigger_floor.json``) says what each step costs. The page's
@@ -21,6 +24,7 @@ bound its lead and notice a failover (``mysql_function``): the record
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import threading
@@ -35,6 +39,7 @@ from .common import rotated
 
 DATABASE = "snowflake_trigger_floor"
 WAYS = ("default", "trigger", "function_1", "function_15", "snowflake")
+GIVEN_WAYS = ("trigger", "function_15", "snowflake")
 CLIENTS = (8, 32)
 ROUNDS = 3
 TURN_SECONDS = 3.0
@@ -106,8 +111,13 @@ def _setup(conf: dict[str, Any]) -> None:
             connection.cursor().execute(statement)
 
 
-def _rate(conf: dict[str, Any], table: str, clients: int) -> float:
-    """Rows per second of one-row INSERTs into ``table`` from ``clients`` connections."""
+#: The keys the INSERTs that give one give, unique over the run.
+KEYS = itertools.count(1)
+
+
+def _rate(conf: dict[str, Any], table: str, clients: int, *, given: bool = False) -> float:
+    """Rows per second of one-row INSERTs into ``table`` from ``clients`` connections, with
+    the key left out, or ``given``."""
     connections = [_connect(conf) for _ in range(clients)]
     counts = [0] * clients
     start = time.monotonic() + 0.2
@@ -116,7 +126,10 @@ def _rate(conf: dict[str, Any], table: str, clients: int) -> float:
         cursor = connections[index].cursor()
         time.sleep(max(0.0, start - time.monotonic()))
         while time.monotonic() < start + TURN_SECONDS:
-            cursor.execute(f"INSERT INTO `{table}` (v) VALUES (1)")
+            if given:
+                cursor.execute(f"INSERT INTO `{table}` (id, v) VALUES ({next(KEYS)}, 1)")
+            else:
+                cursor.execute(f"INSERT INTO `{table}` (v) VALUES (1)")
             counts[index] += 1
 
     threads = [threading.Thread(target=insert, args=(i,)) for i in range(clients)]
@@ -138,6 +151,7 @@ def main() -> None:
     conf = settings.DATABASES["mariadb"]
     _setup(conf)
     ratios: dict[str, dict[str, list[float]]] = {way: {} for way in WAYS}
+    given: dict[str, dict[str, list[float]]] = {way: {} for way in GIVEN_WAYS}
     load = []
     try:
         for round_ in range(ROUNDS):
@@ -148,6 +162,14 @@ def main() -> None:
                     ratios[way].setdefault(str(clients), []).append(round(ours / baseline, 3))
                     load.append(os.getloadavg()[0])
                     print(f"{clients} clients, {way}: {ours / baseline:.2f}x", flush=True)
+                for way in rotated(GIVEN_WAYS, round_):
+                    baseline = _rate(conf, "auto_increment", clients)
+                    ours = _rate(conf, way, clients, given=True)
+                    given[way].setdefault(str(clients), []).append(round(ours / baseline, 3))
+                    load.append(os.getloadavg()[0])
+                    print(
+                        f"{clients} clients, {way}, key given: {ours / baseline:.2f}x", flush=True
+                    )
     finally:
         with closing(_connect(conf, None)) as admin:
             admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
@@ -163,6 +185,7 @@ def main() -> None:
         "rounds": ROUNDS,
         "load": [round(min(load), 1), round(max(load), 1)],
         "ratios": ratios,
+        "given": given,
     }
     RECORD.write_text(json.dumps(record, indent=1) + "\n")
     print(f"written to {RECORD}")
