@@ -111,8 +111,9 @@ def _setup(conf: dict[str, Any]) -> None:
             connection.cursor().execute(statement)
 
 
-#: The keys the INSERTs that give one give, unique over the run.
-KEYS = itertools.count(1)
+#: The keys the INSERTs that give one give, unique over the run and above every key the
+#: server makes here (sequences from 1, Snowflakes below 2**62).
+KEYS = itertools.count(2**62)
 
 
 def _rate(conf: dict[str, Any], table: str, clients: int, *, given: bool = False) -> float:
