@@ -227,13 +227,21 @@ $snowflake$""",
         "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), 0) FROM pg_control_system())"
     )
     # Read through pg_sequence_last_value(), not a SELECT from the sequence: the same
-    # unlocked latest value (NULL before the first setval, when the SELECT reads START 0),
-    # without a query plan's executor run, twice per key.
-    last_base = f"COALESCE(pg_sequence_last_value('{BASE}'::regclass), 0)"
+    # unlocked latest value without a query plan's executor run, twice per key. It is NULL
+    # for a sequence never set (the install sets base) and, on some PostgreSQL versions, for
+    # a role that may not read it: the function refuses then, never reading base as 0.
+    last_base = f"pg_sequence_last_value('{BASE}'::regclass)"
     return [
         f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
         f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
         f"CREATE SEQUENCE IF NOT EXISTS {ANCHOR} AS bigint MINVALUE 0 START 0",
+        # Base has a value from the start (0 until the first catch-up), so a NULL read is
+        # an error, not "never moved".
+        f"""DO $snowflake$ BEGIN
+    IF NOT (SELECT is_called FROM {BASE}) THEN
+        PERFORM setval('{BASE}', 0, true);
+    END IF;
+END $snowflake$""",
         f"CREATE SEQUENCE IF NOT EXISTS {INCARNATION} AS bigint "
         "MINVALUE -9223372036854775808 START 0",
         # First install: the server it runs on is the incarnation it knows. A later install
@@ -294,6 +302,12 @@ BEGIN
         b1 := {last_base};
         n := nextval('{COUNTER}');
         b2 := {last_base};
+        IF b1 IS NULL OR b2 IS NULL THEN
+            RAISE EXCEPTION 'django_snowflake_id(): cannot read the sequence {BASE}'
+                USING ERRCODE = 'insufficient_privilege',
+                HINT = 'Grant SELECT and UPDATE on the django_snowflake_id_* sequences to '
+                    'every role that inserts into Snowflake-keyed tables.';
+        END IF;
         CONTINUE WHEN b1 <> b2;
         m := b1 + n;
         t := m >> {sb};

@@ -136,6 +136,21 @@ def test_install_again_keeps_the_clock_and_acknowledges_no_new_incarnation(
     assert known != 0
 
 
+def test_a_base_it_cannot_read_is_refused_never_read_as_zero(database: Database) -> None:
+    """The function reads base with pg_sequence_last_value(), NULL for a sequence that was
+    never set (and, on some versions, for a role that may not read it): the install sets base,
+    and a NULL read refuses instead of issuing keys from a base of 0."""
+    import psycopg
+
+    database.install(TWITTER)
+    with contextlib.closing(database.connect()) as session:
+        (called,) = session.execute("SELECT is_called FROM django_snowflake_id_base").fetchone()
+        assert called
+        session.execute("ALTER SEQUENCE django_snowflake_id_base RESTART")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="cannot read"):
+            draw(session, 1)
+
+
 @pytest.mark.failover
 @pytest.mark.slow
 @pytest.mark.parametrize(
