@@ -10,14 +10,14 @@ key comes from
 - ``function_1``: the trigger calling a stored function that draws one ``NOCACHE`` sequence;
 - ``function_15``: the same function naming 15 sequences (it draws one): MariaDB opens and
   locks, for every statement, each sequence a trigger's function may touch;
-- ``snowflake``: the trigger and function the package installs (``mysql_function``, the
+- ``snowflake``: the trigger and function the package installs (``vendors.mysql``, the
   ``twitter`` layout).
 
 and, for the trigger ways, INSERTs that give the key (as Django's ``create()`` does under the
 switch), which fire the trigger without calling its function: what the trigger alone costs.
 
 A stored function cannot be a column's ``DEFAULT``, and only a function can follow the clock,
-bound its lead and notice a failover (``mysql_function``): the record
+bound its lead and notice a failover (``vendors.mysql``): the record
 (``benchmarks/probes/mariadb_trigger_floor.json``) says what each step costs. The page's
 "Concurrent inserts" section renders it.
 """
@@ -70,9 +70,8 @@ def _function_sql(name: str, sequences: int) -> str:
 
 
 def _setup(conf: dict[str, Any]) -> None:
-    from django_snowflake.database_keys import create_trigger_sql
     from django_snowflake.layout import BitLayout
-    from django_snowflake.mysql_function import mysql_function_sql
+    from django_snowflake.vendors.mysql import create_trigger_sql, mysql_function_sql
 
     with closing(_connect(conf, None)) as admin:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")
@@ -104,7 +103,7 @@ def _setup(conf: dict[str, Any]) -> None:
     statements += [
         *mysql_function_sql(layout, (5, 0), lead_units=1000, hold_units=60_000),
         f"CREATE TABLE snowflake {keyed}",
-        create_trigger_sql(editor, "snowflake", "id"),
+        create_trigger_sql(editor.quote_name, "snowflake", "id"),
     ]
     with closing(_connect(conf)) as connection:
         for statement in statements:

@@ -22,7 +22,7 @@ from django.utils.translation import gettext_lazy as _
 
 from . import decode, min_id_for
 from .conf import get_layout
-from .database_keys import DATABASE_HOST, LEASE_END
+from .database_slots import DATABASE_HOST, LEASE_END
 from .layout import MAX_BITS, BitLayout, ms_to_datetime
 from .models import WorkerNode
 from .slots import database_alias, reserved_for

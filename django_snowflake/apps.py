@@ -25,7 +25,8 @@ from .checks import (
     settings_errors,
 )
 from .converters import SnowflakeConverter
-from .database_keys import install_connection_hooks, reinstall_after_migrate
+from .database_keys import install_connection_hooks
+from .operations import reinstall_after_migrate
 
 # Management commands that may run before the worker table exists or never generate IDs in
 # a server; CLAIM_ON_READY skips them and claims lazily instead.

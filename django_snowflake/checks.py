@@ -914,14 +914,16 @@ def check_database_functions(
         return []
     from django.db import DatabaseError
 
-    from .database_keys import galera_stranger, installed_slot, own_label, slot_holder
+    from .database_keys import own_label
+    from .database_slots import slot_holder
+    from .vendors import galera, installed_slot
 
     coordination = conf.get_settings()["DATABASE"]
     messages: list[CheckMessage] = []
     for alias in databases:
         try:
             exists, slot = installed_slot(alias)
-            if exists and galera_stranger(alias):
+            if exists and galera.stranger(alias):
                 continue
         except DatabaseError:
             continue  # not reachable or not migrated: nothing to judge

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext
 
-from .database_keys import DATABASE_HOST, DATABASE_LABEL
+from .database_slots import DATABASE_HOST, DATABASE_LABEL
 
 if TYPE_CHECKING:
     from .models import WorkerNode

@@ -183,7 +183,7 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 FORGET_DATABASE_SLOT = """
-from django_snowflake.database_keys import DATABASE_HOST
+from django_snowflake.database_slots import DATABASE_HOST
 from django_snowflake.models import WorkerNode
 WorkerNode.objects.filter(host_name=DATABASE_HOST).delete()
 """

@@ -56,7 +56,7 @@ def database_generator(settings: Any) -> Iterator[Callable[..., SnowflakeGenerat
     """Switch the process-local generator to the database allocator with these settings."""
 
     def use(**snowflake: Any) -> SnowflakeGenerator:
-        # On SQLite a connection claims the slot as it opens (database_keys._claim_now): open
+        # On SQLite a connection claims the slot as it opens (vendors.sqlite._claim_now): open
         # the test's connection under the old generator, so that the new one claims at its
         # first ID, after the rows a test plants.
         connection.ensure_connection()

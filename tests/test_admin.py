@@ -13,7 +13,7 @@ from django.utils import formats, timezone, translation
 from django.utils.html import escape
 
 from django_snowflake import decode, get_generator
-from django_snowflake.database_keys import DATABASE_HOST, LEASE_END
+from django_snowflake.database_slots import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
 from tests.factories import CustomerFactory, OrderFactory
 from tests.testapp.models import Order
@@ -178,7 +178,7 @@ def nodes() -> dict[str, WorkerNode]:
 
 
 def database_node(label: str) -> WorkerNode:
-    """A database function's slot, as the database's claim writes it (database_keys)."""
+    """A database function's slot, as the database's claim writes it (database_slots)."""
     now = timezone.now()
     return WorkerNode.objects.create(
         worker_id=999,

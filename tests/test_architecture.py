@@ -41,10 +41,16 @@ def rows() -> list[list[str]]:
 def row_of(module: str, table: list[list[str]]) -> int:
     """The row of ``module`` (``management.commands.show_worker`` is on the row of
     ``management.commands``); counted from the bottom, so lower rows have smaller numbers."""
-    for index, row in enumerate(table):
-        for name in row:
-            if module == name or module.startswith(name + "."):
-                return len(table) - index
+    # The row naming the module itself, else the row of its longest named parent
+    # (``vendors.mysql`` has a row of its own below the package ``vendors``).
+    named = [
+        (len(name), len(table) - index)
+        for index, row in enumerate(table)
+        for name in row
+        if module == name or module.startswith(name + ".")
+    ]
+    if named:
+        return max(named)[1]
     raise AssertionError(f"django_snowflake.{module} is on no row of {PAGE.name}")
 
 

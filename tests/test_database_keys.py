@@ -24,16 +24,15 @@ from django.test.utils import CaptureQueriesContext, override_settings
 
 import django_snowflake
 from django_snowflake.conf import get_layout
-from django_snowflake.database_keys import (
+from django_snowflake.database_keys import prepare_connection
+from django_snowflake.database_slots import (
     DATABASE_HOST,
     LEASE_END,
     database_label,
-    install_sql,
-    installed_slot,
     lease_database_slot,
-    prepare_connection,
 )
 from django_snowflake.models import WorkerNode
+from django_snowflake.vendors import install_sql, installed_slot
 from tests.testapp.models import Basket, Customer, Writer
 
 SERVER = pytest.mark.skipif(
@@ -464,7 +463,7 @@ def test_W051_a_database_whose_function_issues_under_another_databases_slot() ->
 def test_post_migrate_of_a_registry_without_the_package_does_nothing() -> None:
     """TransactionTestCase.available_apps migrates a registry that may leave the package out:
     the receiver looked WorkerNode up and raised LookupError (26 of Django's tests errored)."""
-    from django_snowflake.database_keys import reinstall_after_migrate
+    from django_snowflake.operations import reinstall_after_migrate
 
     with override_settings(INSTALLED_APPS=["django.contrib.contenttypes"]):
         reinstall_after_migrate(using="default")

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from django_snowflake import conf, generate, get_generator, runtime
 from django_snowflake.allocators.database import DatabaseAllocator
-from django_snowflake.database_keys import DATABASE_HOST
+from django_snowflake.database_slots import DATABASE_HOST
 from django_snowflake.exceptions import LayoutMismatch, NoWorkerAvailable, WorkerLeaseLost
 from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import PRESETS, BitLayout

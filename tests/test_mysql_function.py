@@ -1,4 +1,4 @@
-"""MariaDB's ``django_snowflake_id()`` (django_snowflake/mysql_function.py) on real servers.
+"""MariaDB's ``django_snowflake_id()`` (django_snowflake/vendors/mysql.py) on real servers.
 
 Raw connections to databases of their own, the SQL installed directly: unique under 32
 connections, no lock that a writer of another table waits for, a clock that steps back
@@ -23,15 +23,15 @@ from typing import Any, cast
 
 import pytest
 
-from django_snowflake.database_keys import create_trigger_sql
 from django_snowflake.layout import BitLayout
-from django_snowflake.mysql_function import (
+from django_snowflake.vendors.mysql import (
     COUNTER,
     LOCK_SQL,
     OLD_BASE,
     SEEN,
     VERSION,
     base_digits,
+    create_trigger_sql,
     mark_digits,
     mysql_function_sql,
 )
@@ -107,7 +107,7 @@ class Database:
         editor = cast(Any, SimpleNamespace(quote_name=lambda name: f"`{name}`"))
         self.run(
             f"CREATE TABLE {table} (id BIGINT NOT NULL DEFAULT 0 PRIMARY KEY, v INT) ENGINE=InnoDB",
-            create_trigger_sql(editor, table, "id"),
+            create_trigger_sql(editor.quote_name, table, "id"),
         )
 
     def drop(self) -> None:

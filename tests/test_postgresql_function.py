@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from django_snowflake.database_keys import install_sql
 from django_snowflake.layout import BitLayout
+from django_snowflake.vendors import install_sql
 from tests.ha_servers import Pair, keys_across_a_crash
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's function")

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 import django_snowflake
 from django_snowflake import decode, generate
-from django_snowflake.database_keys import DATABASE_HOST
+from django_snowflake.database_slots import DATABASE_HOST
 from django_snowflake.models import WorkerNode
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,7 +15,7 @@ from django.db import connection
 from django.utils import timezone
 
 from django_snowflake.conf import get_layout
-from django_snowflake.database_keys import DATABASE_HOST, LEASE_END
+from django_snowflake.database_slots import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
 
 from .conftest import ROOT

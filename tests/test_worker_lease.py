@@ -21,7 +21,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from django_snowflake import decode, generate
-from django_snowflake.database_keys import DATABASE_HOST
+from django_snowflake.database_slots import DATABASE_HOST
 from django_snowflake.exceptions import (
     ClockMovedBackwards,
     ClockOffsetTooLarge,

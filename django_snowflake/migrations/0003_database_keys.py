@@ -9,7 +9,7 @@ coordination database (until that database has its WorkerNode table, the functio
 
 from django.db import migrations
 
-from django_snowflake.database_keys import InstallDatabaseFunction
+from django_snowflake.operations import InstallDatabaseFunction
 
 
 class Migration(migrations.Migration):

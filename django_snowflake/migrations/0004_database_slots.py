@@ -9,7 +9,7 @@ out works on every Snowflake-keyed table.
 
 from django.db import migrations
 
-from django_snowflake.database_keys import AddDatabaseDefaults, InstallDatabaseFunction
+from django_snowflake.operations import AddDatabaseDefaults, InstallDatabaseFunction
 
 
 class Migration(migrations.Migration):

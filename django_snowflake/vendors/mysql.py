@@ -1,5 +1,9 @@
 """``django_snowflake_id()`` on MariaDB/MySQL: a logical clock made of sequences only.
 
+A stored function may not be a column default there, so a ``BEFORE INSERT`` trigger on each
+keyed table gives the key to a row that arrives without one (NULL or 0, as with
+``AUTO_INCREMENT``).
+
 MariaDB prelocks, for the whole triggering statement, every table a trigger's function may
 touch, and a MyISAM, Aria or MEMORY table is locked whole: a base kept in one serialised every
 keyed INSERT of the database behind the longest statement. An InnoDB table is no way out: a
@@ -70,10 +74,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from collections.abc import Callable
 
-from .layout import BitLayout
+from ..layout import BitLayout
+from .base import FUNCTION, comment, hold_units, lead_units, refusal
 
-FUNCTION = "django_snowflake_id"
 #: The one-row table of the base in earlier versions (MyISAM), carried over and dropped.
 OLD_BASE = "django_snowflake_id_base"
 #: Which server the clock runs on: the incarnation of ``allocators.database``.
@@ -513,3 +518,85 @@ def _function_sql(
     RETURN ((m DIV {unit}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence});
 END"""
     )
+
+
+def install_sql(
+    layout: BitLayout, slot: tuple[int, int] | None, *, alias: str, node: str | None = None
+) -> list[str]:
+    """The statements that create (or replace) the function; with ``node``, Galera node
+    ``node``'s own, run on it."""
+    return mysql_function_sql(
+        layout,
+        slot,
+        lead_units=lead_units(layout),
+        hold_units=hold_units(layout),
+        comment=comment(layout, slot, alias, node),
+        refusal=refusal(alias),
+        node=node,
+        copied=f"this is Galera node {node}'s function (a state transfer copied it): "
+        f"manage.py migrate --database={alias} through this node",
+    )
+
+
+# The comment of the function of the connection's database (one parameter: its name).
+INSTALLED_COMMENT_SQL = (
+    "SELECT routine_comment FROM information_schema.routines "
+    "WHERE routine_schema = DATABASE() AND routine_name = %s"
+)
+# Type and extra of a column (parameters: table, column).
+COLUMN_SQL = (
+    "SELECT data_type, extra FROM information_schema.columns "
+    "WHERE table_schema = DATABASE() AND table_name = %s AND column_name = %s"
+)
+
+
+def plain_bigint(row: tuple[str, ...]) -> bool:
+    """Whether the :data:`COLUMN_SQL` row is a bigint with no ``AUTO_INCREMENT`` of its own."""
+    return row[0] == "bigint" and "auto_increment" not in row[1].lower()
+
+
+def trigger_name(table: str) -> str:
+    """The MariaDB trigger of ``table``: at most 64 characters, unique per table."""
+    name = f"{table}_snowflake_id"
+    if len(name) > 64:
+        name = f"{table[:40]}_{hashlib.sha1(table.encode()).hexdigest()[:10]}_snowflake_id"
+    return name
+
+
+def create_trigger_sql(quote_name: Callable[[str], str], table: str, column: str) -> str:
+    """The trigger giving ``table.column`` a Snowflake when an INSERT leaves it out.
+
+    An omitted key arrives as NULL or 0; as with ``AUTO_INCREMENT``, both mean "generate".
+    """
+    q = quote_name
+    col = f"NEW.{q(column)}"
+    return (
+        f"CREATE TRIGGER {q(trigger_name(table))} BEFORE INSERT ON {q(table)} FOR EACH ROW "
+        f"BEGIN IF {col} IS NULL OR {col} = 0 THEN SET {col} = {FUNCTION}(); END IF; END"
+    )
+
+
+def drop_trigger_sql(quote_name: Callable[[str], str], table: str) -> str:
+    return f"DROP TRIGGER IF EXISTS {quote_name(trigger_name(table))}"
+
+
+def key_default_sql(quote_name: Callable[[str], str], table: str, column: str) -> list[str]:
+    """Give an existing column its default (0) and its trigger."""
+    return [
+        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} SET DEFAULT 0",
+        drop_trigger_sql(quote_name, table),
+        create_trigger_sql(quote_name, table, column),
+    ]
+
+
+def key_changed_sql(
+    quote_name: Callable[[str], str], table: str, old: str | None, new: str | None
+) -> list[str]:
+    """The trigger's statements when a table's database-keyed column changes from ``old`` to
+    ``new`` (``None``: none)."""
+    if old == new:
+        return []
+    statements = [] if old is None else [drop_trigger_sql(quote_name, table)]
+    if new is not None:
+        statements.append(create_trigger_sql(quote_name, table, new))
+    return statements

@@ -1,0 +1,108 @@
+"""The migration operations that install each database's key generator, and the
+``post_migrate`` receiver that gives a database its own slot once it can have one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import DatabaseError, connections, router
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.operations.base import Operation
+
+from .database_keys import install_function, own_label
+from .database_slots import slot_holder
+from .vendors import installed_slot
+from .vendors.base import is_database_keyed
+
+
+class _DatabaseOperation(Operation):
+    """An operation on the database alone: it changes no model state, and reversing it
+    keeps what it made (columns may still default to the function)."""
+
+    reduces_to_sql = True
+    reversible = True
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass
+
+    def database_backwards(self, *args: Any) -> None:
+        pass
+
+
+class InstallDatabaseFunction(_DatabaseOperation):
+    """Create ``django_snowflake_id()`` (and its sequences) for the project's layout, under
+    the slot leased for this database."""
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: Any,
+        to_state: Any,
+    ) -> None:
+        install_function(schema_editor)
+
+    def describe(self) -> str:
+        return "Install the database's Snowflake function django_snowflake_id()"
+
+
+class AddDatabaseDefaults(_DatabaseOperation):
+    """Give every existing table keyed by a Snowflake primary key the database's function as
+    its key's default (its trigger on MariaDB): tables made before ``SnowflakeField`` primary
+    keys had one, so raw SQL that leaves the key out works on every Snowflake-keyed table.
+
+    Tables created later get it from the schema editor. Idempotent.
+    """
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: Any,
+        to_state: Any,
+    ) -> None:
+        connection = schema_editor.connection
+        tables = set(connection.introspection.table_names())
+        # The migration state, not the models: with the switch turned on, a model whose
+        # migrations made an AutoField column reports a SnowflakeAutoField at run time.
+        for model in to_state.apps.get_models(include_auto_created=True):
+            pk = model._meta.pk
+            if (
+                model._meta.app_label not in to_state.real_apps  # made just now, as they are
+                and is_database_keyed(pk)
+                and model._meta.db_table in tables
+                and router.allow_migrate_model(connection.alias, model)
+            ):
+                schema_editor._snowflake_default(model, pk)  # type: ignore[attr-defined]
+
+    def describe(self) -> str:
+        return "Give every Snowflake primary key the database's django_snowflake_id() default"
+
+
+def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
+    """``post_migrate``: give a database whose function has no slot of its own (it was
+    migrated before the coordination database) or another's (it is a copy of another database,
+    or on a Galera node of another node's, by a state transfer) one, now that ``migrate`` runs
+    on it again (through that node: the others are then installed too).
+
+    A slot whose row is gone (a test runner's flush of ``WorkerNode``, which sends
+    ``post_migrate`` too) is left as it is: the function keeps issuing under it.
+    """
+    from django.apps import apps
+
+    connection = connections[using]
+    # A test's available_apps may leave the package out of the registry it migrates.
+    if connection.vendor not in ("postgresql", "mysql") or not apps.is_installed(
+        "django_snowflake"
+    ):
+        return
+    try:
+        exists, slot = installed_slot(using)
+        if not exists:
+            return
+        if slot is not None and slot_holder(slot) in (None, own_label(using)):
+            return
+    except DatabaseError:
+        return
+    with connection.schema_editor() as editor:
+        install_function(editor)

@@ -1,0 +1,216 @@
+"""``django_snowflake_id()`` on PostgreSQL: a PL/pgSQL function over sequences.
+
+Sequences are non-transactional: a rollback never lowers the clock. An ID is ``base +
+counter`` read in layout units (time, then sequence), so the logical clock never goes back,
+whatever the server's clock does. A session behind the wall clock moves ``base`` up only if it
+takes an advisory lock *without waiting* (``pg_try_advisory_lock``); the others return their
+value, unique, a moment behind the clock: nobody queues, so the convoy of a lock every session
+waits on at each new millisecond cannot form. A burst may run ahead of the clock by ``lead``
+units past the ``anchor`` (a catch-up point, raised every half lead); beyond, the function
+sleeps until the clock is there. On the first call of a session it compares the server's
+incarnation (system identifier and timeline, as the process leases do) with the one it last
+saw; after a promotion or a restore it skips its clock past anything the old primary could have
+issued: past ``max(now, replayed clock, replayed anchor) + hold + 2 * lead``, where ``hold`` is
+``LEASE_SECONDS``, the replication lag (and clock skew) it tolerates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from ..layout import BitLayout
+from .base import FUNCTION, comment, hold_units, lead_units, refusal
+
+COUNTER = "django_snowflake_id_counter"
+BASE = "django_snowflake_id_base"
+ANCHOR = "django_snowflake_id_anchor"
+INCARNATION = "django_snowflake_id_incarnation"
+FAILOVER = "django_snowflake_id_failover"
+# pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
+PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
+
+# The comment of the function on the connection's path (one parameter: the function's name).
+INSTALLED_COMMENT_SQL = (
+    "SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+    "JOIN pg_namespace s ON s.oid = p.pronamespace "
+    "WHERE p.proname = %s AND s.nspname = ANY (current_schemas(false))"
+)
+# Type, identity and default of a column (parameters: table, column).
+COLUMN_SQL = (
+    "SELECT data_type, is_identity, coalesce(column_default, '') "
+    "FROM information_schema.columns WHERE table_schema = current_schema() "
+    "AND table_name = %s AND column_name = %s"
+)
+
+
+def plain_bigint(row: tuple[str, ...]) -> bool:
+    """Whether the :data:`COLUMN_SQL` row is a bigint with no sequence or identity of its own."""
+    kind, identity, default = row
+    return kind == "bigint" and identity == "NO" and "nextval" not in default
+
+
+def key_default_sql(quote_name: Callable[[str], str], table: str, column: str) -> list[str]:
+    """Give an existing column the function as its default."""
+    return [
+        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} SET DEFAULT {FUNCTION}()"
+    ]
+
+
+def key_changed_sql(
+    quote_name: Callable[[str], str], table: str, old: str | None, new: str | None
+) -> list[str]:
+    """Nothing: the column's DEFAULT, written with the column, is the whole of it."""
+    return []
+
+
+def install_sql(
+    layout: BitLayout, slot: tuple[int, int] | None, *, alias: str, node: str | None = None
+) -> list[str]:
+    description = comment(layout, slot, alias)
+    if slot is None:
+        message = refusal(alias).replace("'", "''")
+        return [
+            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $snowflake$
+BEGIN
+    RAISE EXCEPTION '{message}' USING ERRCODE = 'object_not_in_prerequisite_state';
+END
+$snowflake$""",
+            f"COMMENT ON FUNCTION {FUNCTION}() IS '{description}'",
+        ]
+    worker, datacenter = slot
+    sb = layout.sequence_bits
+    lead = lead_units(layout)
+    hold = hold_units(layout)
+    fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
+    compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
+    now_units = (
+        f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
+        f" / {layout.time_unit_ms})::bigint"
+    )
+    # The server's incarnation as one bigint: system identifier and current timeline (the WAL
+    # file being written starts with it; pg_control_checkpoint() lags a promotion).
+    incarnation = (
+        "(SELECT hashtextextended(system_identifier::text || '/' || "
+        "substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8), 0) FROM pg_control_system())"
+    )
+    # Read through pg_sequence_last_value(), not a SELECT from the sequence: the same
+    # unlocked latest value without a query plan's executor run, twice per key. It is NULL
+    # for a sequence never set (the install sets base) and, on some PostgreSQL versions, for
+    # a role that may not read it: the function refuses then, never reading base as 0.
+    last_base = f"pg_sequence_last_value('{BASE}'::regclass)"
+    return [
+        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {ANCHOR} AS bigint MINVALUE 0 START 0",
+        # Base has a value from the start (0 until the first catch-up), so a NULL read is
+        # an error, not "never moved".
+        f"""DO $snowflake$ BEGIN
+    IF NOT (SELECT is_called FROM {BASE}) THEN
+        PERFORM setval('{BASE}', 0, true);
+    END IF;
+END $snowflake$""",
+        f"CREATE SEQUENCE IF NOT EXISTS {INCARNATION} AS bigint "
+        "MINVALUE -9223372036854775808 START 0",
+        # First install: the server it runs on is the incarnation it knows. A later install
+        # (a re-lease, an upgrade) never acknowledges a new one: the function skips first.
+        f"""DO $snowflake$ BEGIN
+    IF NOT (SELECT is_called FROM {INCARNATION}) THEN
+        PERFORM setval('{INCARNATION}', {incarnation});
+    END IF;
+EXCEPTION WHEN insufficient_privilege OR undefined_function THEN NULL;
+END $snowflake$""",
+        f"""CREATE OR REPLACE FUNCTION {FAILOVER}() RETURNS void
+LANGUAGE plpgsql VOLATILE AS $snowflake$
+-- Once per session: after a promotion or a restore, skip the clock past anything the old
+-- primary may have issued whose writes were lost: hold (LEASE_SECONDS) + 2 * lead units past
+-- the latest of the wall clock, the replayed clock and the replayed anchor.
+DECLARE
+    current bigint; known bigint; b bigint; n bigint; a bigint; f bigint;
+BEGIN
+    BEGIN
+        current := {incarnation};
+    EXCEPTION WHEN insufficient_privilege OR undefined_function THEN
+        current := NULL;  -- a role that may not read it: no failover detection (docs)
+    END;
+    IF current IS NOT NULL AND current <> (SELECT last_value FROM {INCARNATION}) THEN
+        PERFORM pg_advisory_lock({PG_LOCK_KEY});
+        BEGIN
+            IF current <> (SELECT last_value FROM {INCARNATION}) THEN
+                SELECT last_value INTO b FROM {BASE};
+                SELECT last_value INTO n FROM {COUNTER};
+                SELECT last_value INTO a FROM {ANCHOR};
+                f := GREATEST({now_units}, (b + n) >> {sb}, a) + {hold + 2 * lead};
+                PERFORM setval('{BASE}', (f << {sb}) - n);
+                PERFORM setval('{ANCHOR}', f);
+                PERFORM setval('{INCARNATION}', current);
+            END IF;
+        EXCEPTION WHEN OTHERS THEN
+            PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+            RAISE;
+        END;
+        PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+    END IF;
+    PERFORM set_config('django_snowflake.incarnation', 'seen', false);
+END
+$snowflake$""",
+        f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
+-- Layout {layout.fingerprint}, slot {worker}/{datacenter}. An ID is m = base + counter in
+-- layout units: time m >> {sb}, sequence m & {layout.max_sequence}. A value is used only if
+-- base did not move while the counter was drawn, so values drawn before a move are below
+-- those after it; base only grows, moved under a lock nobody waits for.
+DECLARE
+    b1 bigint; b2 bigint; n bigint; m bigint; t bigint; now_u bigint; a bigint;
+BEGIN
+    IF current_setting('django_snowflake.incarnation', true) IS DISTINCT FROM 'seen' THEN
+        PERFORM {FAILOVER}();
+    END IF;
+    LOOP
+        b1 := {last_base};
+        n := nextval('{COUNTER}');
+        b2 := {last_base};
+        IF b1 IS NULL OR b2 IS NULL THEN
+            RAISE EXCEPTION 'django_snowflake_id(): cannot read the sequence {BASE}'
+                USING ERRCODE = 'insufficient_privilege',
+                HINT = 'Grant SELECT and UPDATE on the django_snowflake_id_* sequences to '
+                    'every role that inserts into Snowflake-keyed tables.';
+        END IF;
+        CONTINUE WHEN b1 <> b2;
+        m := b1 + n;
+        t := m >> {sb};
+        now_u := {now_units};
+        IF t < now_u AND pg_try_advisory_lock({PG_LOCK_KEY}) THEN
+            -- Behind the wall clock: move base so the next value starts at now_u.
+            BEGIN
+                SELECT last_value INTO b1 FROM {BASE};
+                SELECT last_value INTO n FROM {COUNTER};
+                IF b1 + n < (now_u << {sb}) THEN
+                    PERFORM setval('{BASE}', (now_u << {sb}) - n);
+                    -- The anchor moves every half lead, not at each catch-up: a write less
+                    -- per time unit, and a bound half a lead tighter after a step back.
+                    IF now_u > (SELECT last_value FROM {ANCHOR}) + {lead // 2} THEN
+                        PERFORM setval('{ANCHOR}', now_u);
+                    END IF;
+                END IF;
+            EXCEPTION WHEN OTHERS THEN
+                PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+                RAISE;
+            END;
+            PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+            CONTINUE;
+        END IF;
+        IF t > now_u + {lead} THEN
+            -- Ahead (a burst, a clock stepped back): at most lead units past the anchor.
+            SELECT last_value INTO a FROM {ANCHOR};
+            IF t > a + {lead} THEN
+                PERFORM pg_sleep((t - {lead} - now_u) * {layout.time_unit_ms} / 1000.0);
+            END IF;
+        END IF;
+        RETURN {compose};
+    END LOOP;
+END
+$snowflake$""",
+        f"COMMENT ON FUNCTION {FUNCTION}() IS '{description}'",
+    ]
