@@ -213,11 +213,12 @@ LEASE_STATES = {
     "expired": _("Expired"),
     "released": _("Released"),
 }
-# The lease column says what becomes of a row that no process holds.
+# The lease column says what will become of a row that no process holds: the next claim may
+# take it (a claim that does makes it active again, so no row reads as reused).
 LEASE_CELLS = {
     **LEASE_STATES,
-    "expired": _("Expired: reused by a later claim"),
-    "released": _("Released: reused by a later claim"),
+    "expired": _("Expired: free for the next claim"),
+    "released": _("Released: free for the next claim"),
 }
 
 
@@ -270,7 +271,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
     """The worker slots, read-only: the package writes them, people only look.
 
     The list puts live slots first (processes', then databases' functions'), then the
-    expired and released rows a later claim reuses. A row may be deleted only once its lease
+    expired and released rows the next claims may take. A row may be deleted only once its lease
     expired or was released; for an active row the delete page says why not and links back,
     and the confirmation page of the others says why even that deserves care.
     """

@@ -431,10 +431,11 @@ def check_standbys(
             ),
             _(
                 "No ID repeats: after a failover, claims wait LEASE_SECONDS and a quarter "
-                'before they issue IDs (docs: "High-availability databases"). To lose no write '
-                "and skip that wait, replicate synchronously (synchronous_standby_names, "
-                "semi-synchronous replication) at the cost of a round trip per commit; else "
-                "silence django_snowflake.W030 in SILENCED_SYSTEM_CHECKS."
+                'before they issue IDs (docs: "High-availability databases"). To lose no write, '
+                "replicate synchronously (synchronous_standby_names, semi-synchronous "
+                "replication) at the cost of a round trip per commit; the wait stays, as every "
+                "promotion is a new incarnation. Else silence django_snowflake.W030 in "
+                "SILENCED_SYSTEM_CHECKS."
             ),
             alias=repr(alias),
             count=count,

@@ -12,9 +12,10 @@ from django.urls import reverse
 from django.utils import formats, timezone, translation
 from django.utils.html import escape
 
-from django_snowflake import decode, get_generator
+from django_snowflake import decode, generate, get_generator
 from django_snowflake.database_slots import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
+from django_snowflake.runtime import reset
 from tests.factories import CustomerFactory, OrderFactory
 from tests.testapp.models import Order
 
@@ -196,8 +197,8 @@ def database_node(label: str) -> WorkerNode:
 
 LEASE_CELLS = {
     "active": "Active",
-    "expired": "Expired: reused by a later claim",
-    "released": "Released: reused by a later claim",
+    "expired": "Expired: free for the next claim",
+    "released": "Released: free for the next claim",
 }
 
 
@@ -213,6 +214,33 @@ def test_worker_nodes_are_listed_with_their_lease_state(
         filtered = admin_client.get(url, {"lease": state})
         assert ours(filtered.context["cl"].result_list) == [node]
         assert f'<td class="field-lease">{LEASE_CELLS[state]}</td>' in filtered.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_released_row_says_what_the_next_claim_will_do_not_what_one_did(
+    admin_client: Client, database_generator: Any
+) -> None:
+    # A process claims a slot and exits cleanly: nothing has claimed the row since, so its
+    # label may not say it was reused (before: "Released: reused by a later claim").
+    generator = database_generator()
+    generate()
+    assert generator.lease is not None
+    worker_id = generator.lease.worker_id
+    reset()
+    url = reverse("admin:django_snowflake_workernode_changelist")
+    released = admin_client.get(url, {"lease": "released"})
+    assert [row.worker_id for row in released.context["cl"].result_list] == [worker_id]
+    assert '<td class="field-lease">Released: free for the next claim</td>' in released.text
+    assert "reused" not in released.text
+    # The next claim (this host's last slot first) takes the row: then it is active, and no
+    # row reads as released.
+    again = get_generator()
+    generate()
+    assert again.lease is not None and again.lease.worker_id == worker_id
+    assert list(admin_client.get(url, {"lease": "released"}).context["cl"].result_list) == []
+    active = admin_client.get(url, {"lease": "active"})
+    assert [row.worker_id for row in active.context["cl"].result_list] == [worker_id]
+    assert '<td class="field-lease">Active</td>' in active.text
 
 
 def test_live_slots_come_first_then_the_rows_a_claim_reuses(admin_client: Client) -> None:
