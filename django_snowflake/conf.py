@@ -40,6 +40,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "LEASE_SECONDS": 60,
         "PROCESS_LABEL": "",
         "CLAIM_ON_READY": False,
+        "FUNCTION_SCHEMA": "public",
     }
 )
 

@@ -41,7 +41,7 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 
 from .database_slots import database_label
-from .vendors import SERVERS, galera, installed_comment, own_sql, sqlite
+from .vendors import SERVERS, galera, installed_comment, own_sql, postgresql, sqlite
 from .vendors.base import FUNCTION, is_database_keyed
 
 # Set while the schema editor writes a column definition: only then does a Snowflake primary
@@ -66,6 +66,10 @@ class DatabaseSnowflake(models.Func):
 
     def __init__(self) -> None:
         super().__init__()
+
+    def as_postgresql(self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
+        # The database's one function, whatever schema the table is made in (a tenant's).
+        return f"{postgresql.qualified(FUNCTION)}()", []
 
     def as_mysql(self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
         # MariaDB refuses a stored function as a DEFAULT: the column defaults to 0 and the

@@ -1,7 +1,7 @@
 """Each database's own key generator, ``django_snowflake_id()``: a module per vendor.
 
 The modules have the same names, as Django's ``db/backends/<vendor>/`` do: ``install_sql``
-(the function for a layout and a slot), ``INSTALLED_COMMENT_SQL`` (how the checks find it),
+(the function for a layout and a slot), ``installed_comment_sql`` (how the checks find it),
 ``COLUMN_SQL`` and ``plain_bigint`` (whether a column may take the key), ``key_default_sql``
 and ``key_changed_sql`` (what a keyed column needs). :mod:`.galera` is a variant of
 :mod:`.mysql`; :mod:`.sqlite` registers the process's generator on each connection instead.
@@ -18,7 +18,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from ..database_slots import lease_database_slot
 from ..layout import BitLayout
 from . import mysql, postgresql
-from .base import COMMENT, FUNCTION
+from .base import COMMENT
 
 SERVERS: dict[str, ModuleType] = {"postgresql": postgresql, "mysql": mysql}
 
@@ -55,7 +55,7 @@ def installed_comment(connection: BaseDatabaseWrapper) -> str | None:
     if connection.vendor not in SERVERS:
         return None
     with connection.cursor() as cursor:
-        cursor.execute(SERVERS[connection.vendor].INSTALLED_COMMENT_SQL, [FUNCTION])
+        cursor.execute(*SERVERS[connection.vendor].installed_comment_sql())
         row = cursor.fetchone()
     return None if row is None else str(row[0] or "")
 

@@ -538,11 +538,15 @@ def install_sql(
     )
 
 
-# The comment of the function of the connection's database (one parameter: its name).
-INSTALLED_COMMENT_SQL = (
-    "SELECT routine_comment FROM information_schema.routines "
-    "WHERE routine_schema = DATABASE() AND routine_name = %s"
-)
+def installed_comment_sql() -> tuple[str, list[str]]:
+    """The query of the comment of the function of the connection's database."""
+    return (
+        "SELECT routine_comment FROM information_schema.routines "
+        "WHERE routine_schema = DATABASE() AND routine_name = %s",
+        [FUNCTION],
+    )
+
+
 # Type and extra of a column (parameters: table, column).
 COLUMN_SQL = (
     "SELECT data_type, extra FROM information_schema.columns "

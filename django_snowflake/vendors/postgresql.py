@@ -30,12 +30,30 @@ FAILOVER = "django_snowflake_id_failover"
 # pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
 PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
 
-# The comment of the function on the connection's path (one parameter: the function's name).
-INSTALLED_COMMENT_SQL = (
-    "SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p "
-    "JOIN pg_namespace s ON s.oid = p.pronamespace "
-    "WHERE p.proname = %s AND s.nspname = ANY (current_schemas(false))"
-)
+
+def schema() -> str:
+    """The one schema of the database that holds the function and its sequences
+    (``SNOWFLAKE["FUNCTION_SCHEMA"]``), whatever schema a ``migrate`` or a caller is in."""
+    from ..conf import get_settings
+
+    return str(get_settings()["FUNCTION_SCHEMA"])
+
+
+def qualified(name: str) -> str:
+    """``name`` in :func:`schema`, quoted, for SQL the package writes."""
+    quoted = schema().replace('"', '""')
+    return f'"{quoted}".{name}'
+
+
+def installed_comment_sql() -> tuple[str, list[str]]:
+    """The query of the comment of the function in :func:`schema` (no row: none there)."""
+    return (
+        "SELECT obj_description(p.oid, 'pg_proc') FROM pg_proc p "
+        "JOIN pg_namespace s ON s.oid = p.pronamespace WHERE p.proname = %s AND s.nspname = %s",
+        [FUNCTION, schema()],
+    )
+
+
 # Type, identity and default of a column (parameters: table, column).
 COLUMN_SQL = (
     "SELECT data_type, is_identity, coalesce(column_default, '') "
@@ -68,16 +86,23 @@ def install_sql(
     layout: BitLayout, slot: tuple[int, int] | None, *, alias: str, node: str | None = None
 ) -> list[str]:
     description = comment(layout, slot, alias)
+    # Every name qualified and the path pinned: what the function draws never depends on the
+    # caller's search_path (PostgreSQL's "Writing SECURITY DEFINER Functions Safely").
+    function, failover = qualified(FUNCTION), qualified(FAILOVER)
+    counter, base, anchor = qualified(COUNTER), qualified(BASE), qualified(ANCHOR)
+    incarnation_seq = qualified(INCARNATION)
+    literal = {name: name.replace("'", "''") for name in (counter, base, anchor, incarnation_seq)}
+    pinned = "SET search_path = pg_catalog, pg_temp"
     if slot is None:
         message = refusal(alias).replace("'", "''")
         return [
-            f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
-LANGUAGE plpgsql VOLATILE AS $snowflake$
+            f"""CREATE OR REPLACE FUNCTION {function}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE {pinned} AS $snowflake$
 BEGIN
     RAISE EXCEPTION '{message}' USING ERRCODE = 'object_not_in_prerequisite_state';
 END
 $snowflake$""",
-            f"COMMENT ON FUNCTION {FUNCTION}() IS '{description}'",
+            f"COMMENT ON FUNCTION {function}() IS '{description}'",
         ]
     worker, datacenter = slot
     sb = layout.sequence_bits
@@ -99,30 +124,30 @@ $snowflake$""",
     # unlocked latest value without a query plan's executor run, twice per key. It is NULL
     # for a sequence never set (the install sets base) and, on some PostgreSQL versions, for
     # a role that may not read it: the function refuses then, never reading base as 0.
-    last_base = f"pg_sequence_last_value('{BASE}'::regclass)"
+    last_base = f"pg_sequence_last_value('{literal[base]}'::regclass)"
     return [
-        f"CREATE SEQUENCE IF NOT EXISTS {COUNTER} AS bigint MINVALUE 0 START 0",
-        f"CREATE SEQUENCE IF NOT EXISTS {BASE} AS bigint MINVALUE 0 START 0",
-        f"CREATE SEQUENCE IF NOT EXISTS {ANCHOR} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {counter} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {base} AS bigint MINVALUE 0 START 0",
+        f"CREATE SEQUENCE IF NOT EXISTS {anchor} AS bigint MINVALUE 0 START 0",
         # Base has a value from the start (0 until the first catch-up), so a NULL read is
         # an error, not "never moved".
         f"""DO $snowflake$ BEGIN
-    IF NOT (SELECT is_called FROM {BASE}) THEN
-        PERFORM setval('{BASE}', 0, true);
+    IF NOT (SELECT is_called FROM {base}) THEN
+        PERFORM setval('{literal[base]}', 0, true);
     END IF;
 END $snowflake$""",
-        f"CREATE SEQUENCE IF NOT EXISTS {INCARNATION} AS bigint "
+        f"CREATE SEQUENCE IF NOT EXISTS {incarnation_seq} AS bigint "
         "MINVALUE -9223372036854775808 START 0",
         # First install: the server it runs on is the incarnation it knows. A later install
         # (a re-lease, an upgrade) never acknowledges a new one: the function skips first.
         f"""DO $snowflake$ BEGIN
-    IF NOT (SELECT is_called FROM {INCARNATION}) THEN
-        PERFORM setval('{INCARNATION}', {incarnation});
+    IF NOT (SELECT is_called FROM {incarnation_seq}) THEN
+        PERFORM setval('{literal[incarnation_seq]}', {incarnation});
     END IF;
 EXCEPTION WHEN insufficient_privilege OR undefined_function THEN NULL;
 END $snowflake$""",
-        f"""CREATE OR REPLACE FUNCTION {FAILOVER}() RETURNS void
-LANGUAGE plpgsql VOLATILE AS $snowflake$
+        f"""CREATE OR REPLACE FUNCTION {failover}() RETURNS void
+LANGUAGE plpgsql VOLATILE {pinned} AS $snowflake$
 -- Once per session: after a promotion or a restore, skip the clock past anything the old
 -- primary may have issued whose writes were lost: hold (LEASE_SECONDS) + 2 * lead units past
 -- the latest of the wall clock, the replayed clock and the replayed anchor.
@@ -134,17 +159,17 @@ BEGIN
     EXCEPTION WHEN insufficient_privilege OR undefined_function THEN
         current := NULL;  -- a role that may not read it: no failover detection (docs)
     END;
-    IF current IS NOT NULL AND current <> (SELECT last_value FROM {INCARNATION}) THEN
+    IF current IS NOT NULL AND current <> (SELECT last_value FROM {incarnation_seq}) THEN
         PERFORM pg_advisory_lock({PG_LOCK_KEY});
         BEGIN
-            IF current <> (SELECT last_value FROM {INCARNATION}) THEN
-                SELECT last_value INTO b FROM {BASE};
-                SELECT last_value INTO n FROM {COUNTER};
-                SELECT last_value INTO a FROM {ANCHOR};
+            IF current <> (SELECT last_value FROM {incarnation_seq}) THEN
+                SELECT last_value INTO b FROM {base};
+                SELECT last_value INTO n FROM {counter};
+                SELECT last_value INTO a FROM {anchor};
                 f := GREATEST({now_units}, (b + n) >> {sb}, a) + {hold + 2 * lead};
-                PERFORM setval('{BASE}', (f << {sb}) - n);
-                PERFORM setval('{ANCHOR}', f);
-                PERFORM setval('{INCARNATION}', current);
+                PERFORM setval('{literal[base]}', (f << {sb}) - n);
+                PERFORM setval('{literal[anchor]}', f);
+                PERFORM setval('{literal[incarnation_seq]}', current);
             END IF;
         EXCEPTION WHEN OTHERS THEN
             PERFORM pg_advisory_unlock({PG_LOCK_KEY});
@@ -155,8 +180,8 @@ BEGIN
     PERFORM set_config('django_snowflake.incarnation', 'seen', false);
 END
 $snowflake$""",
-        f"""CREATE OR REPLACE FUNCTION {FUNCTION}() RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE AS $snowflake$
+        f"""CREATE OR REPLACE FUNCTION {function}() RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE {pinned} AS $snowflake$
 -- Layout {layout.fingerprint}, slot {worker}/{datacenter}. An ID is m = base + counter in
 -- layout units: time m >> {sb}, sequence m & {layout.max_sequence}. A value is used only if
 -- base did not move while the counter was drawn, so values drawn before a move are below
@@ -165,14 +190,14 @@ DECLARE
     b1 bigint; b2 bigint; n bigint; m bigint; t bigint; now_u bigint; a bigint;
 BEGIN
     IF current_setting('django_snowflake.incarnation', true) IS DISTINCT FROM 'seen' THEN
-        PERFORM {FAILOVER}();
+        PERFORM {failover}();
     END IF;
     LOOP
         b1 := {last_base};
-        n := nextval('{COUNTER}');
+        n := nextval('{literal[counter]}');
         b2 := {last_base};
         IF b1 IS NULL OR b2 IS NULL THEN
-            RAISE EXCEPTION 'django_snowflake_id(): cannot read the sequence {BASE}'
+            RAISE EXCEPTION 'django_snowflake_id(): cannot read the sequence {base}'
                 USING ERRCODE = 'insufficient_privilege',
                 HINT = 'Grant SELECT and UPDATE on the django_snowflake_id_* sequences to '
                     'every role that inserts into Snowflake-keyed tables.';
@@ -184,14 +209,14 @@ BEGIN
         IF t < now_u AND pg_try_advisory_lock({PG_LOCK_KEY}) THEN
             -- Behind the wall clock: move base so the next value starts at now_u.
             BEGIN
-                SELECT last_value INTO b1 FROM {BASE};
-                SELECT last_value INTO n FROM {COUNTER};
+                SELECT last_value INTO b1 FROM {base};
+                SELECT last_value INTO n FROM {counter};
                 IF b1 + n < (now_u << {sb}) THEN
-                    PERFORM setval('{BASE}', (now_u << {sb}) - n);
+                    PERFORM setval('{literal[base]}', (now_u << {sb}) - n);
                     -- The anchor moves every half lead, not at each catch-up: a write less
                     -- per time unit, and a bound half a lead tighter after a step back.
-                    IF now_u > (SELECT last_value FROM {ANCHOR}) + {lead // 2} THEN
-                        PERFORM setval('{ANCHOR}', now_u);
+                    IF now_u > (SELECT last_value FROM {anchor}) + {lead // 2} THEN
+                        PERFORM setval('{literal[anchor]}', now_u);
                     END IF;
                 END IF;
             EXCEPTION WHEN OTHERS THEN
@@ -203,7 +228,7 @@ BEGIN
         END IF;
         IF t > now_u + {lead} THEN
             -- Ahead (a burst, a clock stepped back): at most lead units past the anchor.
-            SELECT last_value INTO a FROM {ANCHOR};
+            SELECT last_value INTO a FROM {anchor};
             IF t > a + {lead} THEN
                 PERFORM pg_sleep((t - {lead} - now_u) * {layout.time_unit_ms} / 1000.0);
             END IF;
@@ -212,5 +237,5 @@ BEGIN
     END LOOP;
 END
 $snowflake$""",
-        f"COMMENT ON FUNCTION {FUNCTION}() IS '{description}'",
+        f"COMMENT ON FUNCTION {function}() IS '{description}'",
     ]
