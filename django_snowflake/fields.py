@@ -18,7 +18,9 @@ from django import forms
 from django.core import checks
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models.constants import OnConflict
 from django.db.models.fields import NOT_PROVIDED
+from django.db.models.options import Options
 from django.db.models.signals import class_prepared, pre_save
 from django.utils.translation import gettext_lazy as _
 
@@ -277,7 +279,9 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
         ``Model._save_table()`` asks with ``force_update`` or ``update_fields`` only to raise
         "Cannot force an update in save() with no primary key", so no key is made; a
         ``bulk_create(ignore_conflicts=True)`` cannot tell which rows it stored, so its keys
-        are left to the database and unset on the objects, as AutoField leaves them.
+        are left to the database and unset on the objects, as AutoField leaves them; a
+        ``bulk_create(update_conflicts=True)`` leaves them to the database too and reads back
+        the key of the row each object inserted or updated (:class:`_UpsertReadBack`).
         """
         if self.default is not NOT_PROVIDED or not self.has_database_default:
             return super().get_pk_value_on_save(instance)
@@ -291,10 +295,10 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
             if not (asked.get("raw") or asked.get("force_insert")) and instance._state.adding:
                 _fresh_key.set(True)
             return key
-        if caller.f_code.co_name == "_prepare_for_bulk_create" and sys._getframe(2).f_locals.get(
-            "ignore_conflicts"
-        ):
-            return None
+        if caller.f_code.co_name == "_prepare_for_bulk_create":
+            asked = sys._getframe(2).f_locals
+            if asked.get("ignore_conflicts") or asked.get("update_conflicts"):
+                return None
         return generate()
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
@@ -322,3 +326,54 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
         if self.default is not NOT_PROVIDED and not callable(self.default):
             errors.append(_fixed_default_error(self))
         return errors
+
+
+class _UpsertReadBack(Options):  # type: ignore[type-arg]
+    """The ``_meta`` of a model keyed by SnowflakeAutoField: an upsert reads its keys back.
+
+    ``bulk_create(update_conflicts=True)`` must leave each object with the key of the row it
+    inserted or updated, as AutoField does, and only the database knows which row an object
+    hit. Django asks for that only for the fields in ``db_returning_fields``, and this key
+    is not among them: every other INSERT carries the key the process made and reads nothing
+    back (a ``RETURNING`` per row, and on MySQL, which returns nothing, ``LAST_INSERT_ID()``
+    would overwrite the key with 0). So the key is added for the two readers of an upsert
+    alone, ``QuerySet.bulk_create()`` and ``QuerySet._batched_insert()`` with ``on_conflict``
+    ``OnConflict.UPDATE`` (Django 5.2 to 6.1, pinned by tests/test_autofield.py):
+    ``get_pk_value_on_save()`` left the objects' keys unset, so Django sends no key, the
+    database's function makes the new rows' keys, and ``RETURNING`` gives every object its
+    row's key where the backend returns rows from a bulk insert (PostgreSQL, SQLite 3.35+,
+    MariaDB). Where it does not (MySQL), the keys stay ``None``, as AutoField's do.
+    """
+
+    @property
+    def db_returning_fields(self) -> list[Any]:
+        # Options caches it in __dict__ (a cached_property), which this property shadows.
+        fields: list[Any] = (
+            self.__dict__[_RETURNING]
+            if _RETURNING in self.__dict__
+            else Options.db_returning_fields.__get__(self, Options)
+        )
+        caller = sys._getframe(1)
+        if (
+            caller.f_code.co_name in _UPSERT_READERS
+            and caller.f_locals.get("on_conflict") == OnConflict.UPDATE
+            and self.pk not in fields
+        ):
+            return [self.pk, *fields]
+        return fields
+
+
+_RETURNING = "db_returning_fields"
+_UPSERT_READERS = frozenset({"bulk_create", "_batched_insert"})
+
+
+def _read_back_upserts(sender: type[models.Model], **kwargs: Any) -> None:
+    opts = sender._meta
+    pk = opts.pk
+    # Proxies too: their bulk_create() reads their own _meta. Only Django's own Options is
+    # swapped, so a project's subclass of it keeps its class.
+    if isinstance(pk, SnowflakeAutoField) and pk.has_database_default and type(opts) is Options:
+        opts.__class__ = _UpsertReadBack
+
+
+class_prepared.connect(_read_back_upserts, dispatch_uid="django_snowflake_upsert_read_back")

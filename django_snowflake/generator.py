@@ -686,10 +686,11 @@ class SnowflakeGenerator:
                 self._floor = self._high
             else:
                 # _used says what this process spent; only the lease's floor is others'.
-                assert self._used is not None
+                # _high stays this generator's own: the history's units go through _enter(),
+                # which skips what was used, and a clock rewound in a later test is measured
+                # from where that test's clock was, not from where an earlier one left off.
                 self._floor = lease.floor
                 self._last = -1
-                self._high = max(self._high, self._used.top())
         self._base = self._last << self._time_shift | self._node if self._last >= 0 else 0
         self._rebound()
 

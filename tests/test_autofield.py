@@ -21,6 +21,8 @@ import django_snowflake
 from tests.testapp.models import (
     Customer,
     Event,
+    Member,
+    Membership,
     Place,
     Restaurant,
     SnowflakePlace,
@@ -116,19 +118,26 @@ def test_a_key_of_0_is_refused_where_autofield_refuses_it() -> None:
         Writer.objects.bulk_create([Writer(id=0, name="zero")])
 
 
-@pytest.mark.skipif(
-    not connection.features.supports_update_conflicts_with_target,
-    reason="MariaDB's upsert has no conflict target and RETURNING nothing for it",
-)
-def test_bulk_create_update_conflicts_reads_back_the_updated_row() -> None:
-    Ticket.objects.create(code=7, external_ref=1)
-    (ticket,) = Ticket.objects.bulk_create(
-        [Ticket(code=7, external_ref=2)],
+def test_bulk_create_update_conflicts_gives_each_object_the_key_of_its_row() -> None:
+    # Django reads the keys back from the upsert (RETURNING), as it does for AutoField:
+    # the object that hit an existing row gets that row's key, a new one its new row's.
+    existing = Member.objects.create(name="old", email="a@example.com")
+    hit, new = Member(name="new", email="a@example.com"), Member(name="b", email="b@example.com")
+    Member.objects.bulk_create(
+        [hit, new],
         update_conflicts=True,
-        unique_fields=["code"],
-        update_fields=["external_ref"],
+        # MariaDB's upsert (ON DUPLICATE KEY UPDATE) takes no conflict target.
+        unique_fields=(
+            ["email"] if connection.features.supports_update_conflicts_with_target else None
+        ),
+        update_fields=["name"],
     )
-    assert ticket.pk == Ticket.objects.get().pk
+    rows = dict(Member.objects.values_list("email", "pk"))
+    assert hit.pk == existing.pk == rows["a@example.com"]
+    assert new.pk == rows["b@example.com"] and is_snowflake(new.pk)
+    Membership.objects.create(member=hit)
+    Membership.objects.create(member=new)
+    assert sorted(Membership.objects.values_list("member__name", flat=True)) == ["b", "new"]
 
 
 def test_saving_with_an_unsaved_related_object_is_refused() -> None:

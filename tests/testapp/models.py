@@ -154,3 +154,18 @@ class Basket(models.Model):
 
     def __str__(self) -> str:
         return f"basket {self.pk}"
+
+
+class Member(Named):
+    """Keyed by SnowflakeAutoField, with a natural key that upserts match on."""
+
+    email = models.CharField(max_length=100, unique=True)
+
+
+class Membership(models.Model):
+    """A row pointing at a Member (tests/test_autofield.py's upserts)."""
+
+    member = models.ForeignKey(Member, models.CASCADE, related_name="memberships")
+
+    def __str__(self) -> str:
+        return f"membership of {self.member_id}"
