@@ -963,7 +963,7 @@ def _claim_now(connection: BaseDatabaseWrapper, *, beginning: bool = False) -> N
     generator = runtime._generator
     if generator is not None and generator.lease is None:
         try:
-            generator.ensure_lease()
+            generator.try_ensure_lease(wait=True)
         except (SnowflakeError, DatabaseError):
             if not beginning:
                 connection._snowflake_claim_failed_at = time.monotonic()  # type: ignore[attr-defined]
