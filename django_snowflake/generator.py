@@ -212,6 +212,9 @@ class SnowflakeGenerator:
         # The process this state belongs to: the fork hook moves it to the child.
         self._pid = self._owner_pid
         self._lock = threading.Lock()
+        # The thread that holds the lock while it calls the lease source or the clock-sequence
+        # callback (try_ensure_lease: a hook that thread's queries fire must not wait for it).
+        self._calling_out: int | None = None
 
         # Hot-path copies of the layout.
         self._epoch = layout.epoch_ms
@@ -306,6 +309,29 @@ class SnowflakeGenerator:
                 self._acquire()
             assert self.lease is not None
             return self.lease
+
+    def try_ensure_lease(self, *, wait: bool = False) -> Lease | None:
+        """:meth:`ensure_lease` for hooks (signal handlers, a cursor), which run on whatever
+        thread fired them and so must never wait on themselves.
+
+        The generator holds its lock while it calls its lease source or clock-sequence
+        callback, which may make queries (on this thread, or on the allocator's, waited for
+        here), and a query may fire a hook. So this returns ``None`` at once on the thread
+        making such a call (the claim in flight is that thread's own), when the generator is
+        closed, and, unless ``wait``, when another thread holds the generator (issuing an ID
+        or claiming a slot, which it does for every thread); else the lease, claimed if need
+        be. Raises what :meth:`ensure_lease` raises.
+        """
+        if self.closed or self._calling_out == threading.get_ident():
+            return None
+        if not self._lock.acquire(blocking=wait):
+            return None
+        try:
+            if self.lease is None and not self.closed:
+                self._acquire()
+            return self.lease
+        finally:
+            self._lock.release()
 
     def use_clock(self, clock: Clock, sleep: Sleep) -> tuple[Clock, Sleep]:
         """Swap in another clock and sleep (see :mod:`django_snowflake.testing`); returns the
@@ -601,11 +627,14 @@ class SnowflakeGenerator:
 
     def _set_clock_sequence(self, value: int) -> None:
         if self._on_clock_sequence is not None:
+            self._calling_out = threading.get_ident()
             try:
                 self._on_clock_sequence(value)
             except WorkerLeaseLost:
                 self._drop_lease()  # the slot is gone: the next ID claims a fresh one
                 raise
+            finally:
+                self._calling_out = None
         self.clock_sequence = value
         self._node = self._node_bits()
 
@@ -629,7 +658,12 @@ class SnowflakeGenerator:
                 worker_id=self._slot_worker_id(),
                 parent_pid=self._owner_pid,
             )
-        self._install(self.lease_source.acquire(self))
+        self._calling_out = threading.get_ident()
+        try:
+            lease = self.lease_source.acquire(self)
+        finally:
+            self._calling_out = None
+        self._install(lease)
 
     def _slot_worker_id(self) -> int | None:
         """The worker ID of the last lease installed, for errors raised after it is dropped."""
@@ -754,4 +788,5 @@ class SnowflakeGenerator:
         # parent keeps its slot: the child starts with a fresh lock and no lease.
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        self._calling_out = None
         self._drop_lease()

@@ -23,7 +23,7 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from . import conf
-from .allocators.base import BaseAllocator
+from .allocators.base import BaseAllocator, on_allocator_thread
 from .generator import SnowflakeGenerator
 
 #: Judges ``settings.SNOWFLAKE``: the IDs of the errors that keep a generator from being built.
@@ -76,11 +76,22 @@ _CLAIM_AFTER_START_UP = "django_snowflake.claim_after_start_up"
 
 
 def _claim_once_ready(**kwargs: Any) -> None:
-    if not apps.ready:
-        return  # another app's ready() connected: the claim waits for the next signal
+    """Claim on the thread that sent the signal, never waiting for another claim or ID.
+
+    A handler runs on whatever thread sends the signal, and ``connection_created`` comes
+    from the claim itself: a first ID holds the generator and waits for the allocator's
+    thread, which connects. A handler that waited for the generator there would wait for
+    itself, so it does nothing on the allocator's threads, and claims only when no other
+    thread holds the generator (that one claims for every thread). It never builds a
+    generator either: the release at exit connects after the generator is gone.
+    """
+    if not apps.ready or on_allocator_thread():
+        return  # another app's ready() connected, or the claim did: wait for the next signal
     for signal in (request_started, connection_created):
         signal.disconnect(dispatch_uid=_CLAIM_AFTER_START_UP)
-    get_generator().ensure_lease()
+    generator = _generator
+    if generator is not None:
+        generator.try_ensure_lease()
 
 
 def settings_errors() -> tuple[str, ...]:

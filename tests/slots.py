@@ -1,13 +1,32 @@
-"""``WorkerNode`` rows that the allocator tests plant: slots of another process on another host."""
+"""``WorkerNode`` rows that the allocator tests plant (slots of another process on another host),
+and an allocator whose queries run on the thread that asks for a slot."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from django.db import transaction
 from django.utils import timezone
 
+from django_snowflake.allocators.database import DatabaseAllocator
 from django_snowflake.models import WorkerNode
+
+T = TypeVar("T")
+
+
+class CallerThreadAllocator(DatabaseAllocator):
+    """The database allocator with its queries on the caller's thread, in a transaction.
+
+    A custom allocator may do that: the generator then calls it holding its lock, and the
+    hooks its queries fire (the thread's first connection, SQLite's ``BEGIN``) must not wait
+    for the claim they are part of.
+    """
+
+    def _run(self, function: Callable[[], T]) -> T:
+        with transaction.atomic(using=self.alias):
+            return function()
 
 
 def expired_slot(worker_id: int, last_timestamp: int, *, layout: str, **fields: Any) -> WorkerNode:

@@ -37,3 +37,39 @@ def test_claim_on_ready_skips_commands_without_the_table(
 ) -> None:
     monkeypatch.delitem(sys.modules, "pytest")
     assert claims_eagerly(argv) is eager
+
+
+#: The first act of a fresh process under CLAIM_ON_READY (tests/worker_process.py, first).
+FIRST_ACTS = ["id", "model", "connection", "request", "thread", "async"]
+
+
+#: An allocator whose queries run on the thread that asks for a slot (tests/slots.py).
+CALLER_THREAD = {"WORKER_ALLOCATOR": "tests.slots.CallerThreadAllocator"}
+
+
+@pytest.mark.parametrize(
+    ("order", "allocator"),
+    [
+        *(pytest.param(order, {}, id=order) for order in FIRST_ACTS),
+        pytest.param("id", CALLER_THREAD, id="id-caller-thread-allocator"),
+        pytest.param("thread", CALLER_THREAD, id="thread-caller-thread-allocator"),
+    ],
+)
+def test_claim_on_ready_first_id(spawn: Any, order: str, allocator: dict[str, str]) -> None:
+    # Issue 27: the first ID held the generator and waited for the claim's thread, whose
+    # connection_created ran the claim-after-start-up handler, which waited for the generator
+    # (with the claim on the caller's thread, the handler and SQLite's BEGIN hook waited for
+    # their own thread). The child prints its threads' stacks and exits if it has no ID in 5 s.
+    process = spawn(
+        "first",
+        "--order",
+        order,
+        "--within",
+        "5",
+        snowflake={"CLAIM_ON_READY": True, **allocator},
+        python=["-W", "error"],
+    )
+    expect_line(process, "ready", timeout=60)
+    words = expect_line(process, "id")
+    assert int(words[1]) > 0 and float(words[2]) < 5
+    assert process.wait(timeout=60) == 0

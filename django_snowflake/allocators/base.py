@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
@@ -44,6 +45,20 @@ def settings_message(
         obj=obj,
         id=f"django_snowflake.{id}",
     )
+
+
+#: How an allocator names the threads it runs its queries on (the database allocator's claim
+#: and heartbeat threads).
+THREAD_PREFIX = "snowflake-"
+
+
+def on_allocator_thread() -> bool:
+    """Whether this thread is one of an allocator's own (named :data:`THREAD_PREFIX`...).
+
+    The package's hooks leave the generator alone there: that thread's queries are the claim
+    or renewal a generator may be waiting for.
+    """
+    return threading.current_thread().name.startswith(THREAD_PREFIX)
 
 
 def is_int(value: object) -> TypeGuard[int]:

@@ -47,7 +47,7 @@ from ..exceptions import (
 )
 from ..generator import Lease
 from ..layout import ms_to_datetime
-from .base import BaseAllocator, is_int, settings_message
+from .base import THREAD_PREFIX, BaseAllocator, is_int, settings_message
 
 if TYPE_CHECKING:
     from ..generator import SnowflakeGenerator
@@ -347,7 +347,7 @@ class DatabaseAllocator(BaseAllocator):
         """Run ``function`` on the allocator's thread, with that thread's own connection."""
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="snowflake-claim"
+                max_workers=1, thread_name_prefix=f"{THREAD_PREFIX}claim"
             )
         return self._executor.submit(_with_connection, self.alias, function).result()
 
@@ -891,7 +891,7 @@ class DatabaseAllocator(BaseAllocator):
             return
         self._stop = threading.Event()
         self._heartbeat = threading.Thread(
-            target=self._beat, name="snowflake-heartbeat", daemon=True
+            target=self._beat, name=f"{THREAD_PREFIX}heartbeat", daemon=True
         )
         self._heartbeat.start()
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 import time
 from typing import Any
 
 from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from ..allocators.base import on_allocator_thread
 from ..exceptions import SnowflakeError
 from .base import FUNCTION, is_database_keyed
 
@@ -65,14 +65,14 @@ def _claim_now(connection: BaseDatabaseWrapper, *, beginning: bool = False) -> N
     failed_at = getattr(connection, "_snowflake_claim_failed_at", None)
     if failed_at is not None and time.monotonic() - failed_at < CLAIM_RETRY_SECONDS:
         return
-    if threading.current_thread().name.startswith("snowflake-"):
+    if on_allocator_thread():
         return  # the allocator's own connection
     from .. import runtime
 
     generator = runtime._generator
     if generator is not None and generator.lease is None:
         try:
-            generator.ensure_lease()
+            generator.try_ensure_lease(wait=True)
         except (SnowflakeError, DatabaseError):
             if not beginning:
                 connection._snowflake_claim_failed_at = time.monotonic()  # type: ignore[attr-defined]
