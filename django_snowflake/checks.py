@@ -902,18 +902,19 @@ def _narrow_column(model: type[Model], name: str, column: Any, example: type[Mod
 def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """W050, W051: a database whose Snowflake function has no slot of its own, or one it does
-    not hold in the coordination database (a copy of another database's function).
+    """W050, W051, W058: a database whose Snowflake function has no slot of its own, or one
+    it does not hold in the coordination database (a copy of another database's function), or
+    a Galera node of it whose function is not its own.
 
     Warnings, not errors: ``migrate`` runs the database checks and stops at an error, and
     ``migrate`` of that database is what gives its function a slot of its own.
 
     A Galera node whose function is not its own (another node's, copied by a state transfer,
-    or the refusal of a ``migrate`` that did not reach it) is neither: that function refuses
-    every call there, saying to migrate through the node."""
+    or the refusal of a ``migrate`` that did not reach it) is W058 and nothing else: that
+    function refuses every call there, saying to migrate through the node."""
     if databases is None or runtime.settings_errors():
         return []
-    from django.db import DatabaseError
+    from django.db import DatabaseError, connections
 
     from .database_keys import own_label
     from .database_slots import slot_holder
@@ -924,11 +925,33 @@ def check_database_functions(
     for alias in databases:
         try:
             exists, slot = installed_slot(alias)
-            if exists and galera.stranger(alias):
-                continue
+            stranger = (
+                galera.node_name(connections[alias]) if exists and galera.stranger(alias) else None
+            )
         except DatabaseError:
             continue  # not reachable or not migrated: nothing to judge
         if not exists:
+            continue
+        if stranger:
+            messages.append(
+                _warning(
+                    "W058",
+                    _(
+                        "Galera node %(node)s of database %(alias)s has no Snowflake function "
+                        "of its own: every INSERT through it that leaves a Snowflake key out "
+                        "fails."
+                    ),
+                    _(
+                        "A migrate through another node did not reach it (it advertises no "
+                        "address, wsrep_node_incoming_address = AUTO, or was down or "
+                        "unreachable), or a state transfer copied another node's function. "
+                        "Run: python manage.py migrate --database=%(alias)s connected to "
+                        "this node."
+                    ),
+                    alias=alias,
+                    node=stranger,
+                )
+            )
             continue
         if slot is None:
             messages.append(

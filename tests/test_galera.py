@@ -31,7 +31,6 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -40,13 +39,22 @@ from harness import galera
 from harness.private_server import free_port
 from harness.processes import read_ids
 
+from .galera_keys import (
+    DATABASE,
+    check_through,
+    connect,
+    draw_keys,
+    environment,
+    migrate,
+    node_slots,
+    on_every_node,
+)
 from .ha_servers import ROOT, Router
 from .test_failover import Worker
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 LAYOUT = BitLayout.preset("twitter")
 SECONDS = float(os.environ.get("SNOWFLAKE_GALERA_SECONDS", "3"))
-DATABASE = "galera"
 TABLE = "django_snowflake_workernode"
 MISSING = galera.missing()
 
@@ -75,26 +83,6 @@ def cluster(pytestconfig: pytest.Config) -> Iterator[galera.Galera]:
         yield nodes
     finally:
         nodes.close()
-
-
-def environment(port: int, database: str = DATABASE) -> dict[str, str]:
-    """The environment of a Django process on the node (or proxy) at ``port``."""
-    return {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "SNOWFLAKE_TEST_DB": "mariadb",
-        "SNOWFLAKE_TEST_DB_HOST": "127.0.0.1",
-        "SNOWFLAKE_TEST_DB_PORT": str(port),
-        "SNOWFLAKE_TEST_DB_USER": "root",
-        "SNOWFLAKE_TEST_DB_NAME": database,
-    }
-
-
-def migrate(node: galera.Node, database: str, *target: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "django", "migrate", *target, "-v0"]
-    return subprocess.run(
-        command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
-    )
 
 
 #: The configuration of the pytest run, whose terminal the measurements go to.
@@ -411,73 +399,6 @@ def keys(cluster: galera.Galera) -> str:
     return KEYS
 
 
-def connect(node: galera.Node, database: str) -> Any:
-    import MySQLdb
-
-    return MySQLdb.connect(
-        host="127.0.0.1", port=node.port, user="root", database=database, autocommit=True
-    )
-
-
-def draw_keys(node: galera.Node, database: str, count: int) -> tuple[list[int], float]:
-    """``count`` keys from ``node``'s function, half by SELECT and half by raw INSERTs into
-    ``testapp_tag`` (read back by their names); the seconds to the first key."""
-    connection = connect(node, database)
-    try:
-        cursor = connection.cursor()
-        started = time.monotonic()
-        cursor.execute("SELECT django_snowflake_id()")
-        first = time.monotonic() - started
-        values = [cursor.fetchone()[0]]
-        cursor.execute(f"SELECT django_snowflake_id() FROM seq_1_to_{count // 2 - 1}")
-        values += [row[0] for row in cursor.fetchall()]
-        tag = f"{node.name}-{time.monotonic_ns()}"
-        for chunk in range(0, count - count // 2, 100):  # a statement per 100 rows
-            rows = min(100, count - count // 2 - chunk)
-            cursor.execute(
-                "INSERT INTO testapp_tag (name) "
-                f"SELECT CONCAT('{tag}-', seq) FROM seq_{chunk + 1}_to_{chunk + rows}"
-            )
-        cursor.execute("SELECT id FROM testapp_tag WHERE name LIKE %s", [f"{tag}-%"])
-        values += [row[0] for row in cursor.fetchall()]
-        return values, first
-    finally:
-        connection.close()
-
-
-def on_every_node(
-    nodes: list[galera.Node], database: str, count: int
-) -> tuple[dict[str, list[int]], dict[str, float]]:
-    """Each node's keys and time to its first key, drawn on all nodes at once."""
-    drawn: dict[str, tuple[list[int], float]] = {}
-
-    def work(node: galera.Node) -> None:
-        drawn[node.name] = draw_keys(node, database, count)
-
-    threads = [threading.Thread(target=work, args=(node,)) for node in nodes]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(drawn) == len(nodes), "a node's draws failed (see the thread's traceback)"
-    return {name: values for name, (values, _) in drawn.items()}, {
-        name: first for name, (_, first) in drawn.items()
-    }
-
-
-def node_slots(node: galera.Node, database: str) -> dict[str, int]:
-    """The worker IDs the coordination database recorded for each node's function."""
-    rows = node.sql(
-        "SELECT label, worker_id FROM django_snowflake_workernode "
-        "WHERE label LIKE 'database:default@%'",
-        database,
-    )
-    return {
-        label.split("@")[1]: int(worker)
-        for label, worker in (line.split("\t") for line in rows.splitlines())
-    }
-
-
 def test_the_database_function_on_every_node_at_once(cluster: galera.Galera, keys: str) -> None:
     """``migrate`` through node 1 installs on every node a function of its own, over
     sequences only that node draws, under a slot of its own; the three nodes draw at once.
@@ -639,9 +560,8 @@ def test_a_node_migrate_cannot_reach_keeps_the_refusal_and_the_log_says_which(
         cluster.nodes[0].sql(f"CREATE DATABASE {database}")
         done = migrate(cluster.nodes[0], database)
         assert done.returncode == 0, done.stderr[-2000:]
-        assert f"was not installed on Galera node {nowhere} (unreachable)" in done.stderr, (
-            done.stderr[-2000:]
-        )
+        said = f"was NOT installed on Galera node node3: unreachable at {nowhere}"
+        assert said in done.stderr, done.stderr[-2000:]
         for node in cluster.nodes[:2]:
             issues_under_its_slot(node, database)
         refuses_until_migrated_through(n3, database)
@@ -649,6 +569,44 @@ def test_a_node_migrate_cannot_reach_keeps_the_refusal_and_the_log_says_which(
         n3.stop()
         n3.start()  # the address the other tests' migrate reaches it at
     report("a node migrate cannot reach: logged, refused, then migrated through it: issues")
+
+
+def test_nodes_that_advertise_no_address_are_named_and_checked(cluster: galera.Galera) -> None:
+    """Every node started with ``wsrep_node_incoming_address = AUTO``, MariaDB's default
+    (``wsrep_incoming_addresses`` reads ``AUTO,AUTO,AUTO``): ``migrate`` through node 1
+    installs node 1's function and names nodes 2 and 3 as not installed, with what to run;
+    ``check`` through node 2 reports that node (W058); after ``migrate`` through nodes 2 and
+    3, raw SQL through the three nodes gets keys, 0 duplicates. Before: ``migrate`` said
+    nothing, ``check`` said nothing, and nodes 2 and 3 refused every key."""
+    database = "galera_auto"
+    for node in cluster.nodes:
+        node.stop()
+        node.start(incoming="AUTO")
+    try:
+        assert cluster.nodes[0].status("wsrep_incoming_addresses") == "AUTO,AUTO,AUTO"
+        cluster.nodes[0].sql(f"CREATE DATABASE {database}")
+        done = migrate(cluster.nodes[0], database)
+        assert done.returncode == 0, done.stderr[-2000:]
+        for name in ("node2", "node3"):
+            assert (
+                f"was NOT installed on Galera node {name}: it does not advertise where "
+                "clients reach it (wsrep_node_incoming_address = AUTO)" in done.stderr
+            ), done.stderr[-2000:]
+        assert "--database=default connected to that node" in done.stderr
+        said = check_through(cluster.nodes[1], database)
+        assert "django_snowflake.W058" in said and "Galera node node2 " in said, said
+        assert "W058" not in check_through(cluster.nodes[0], database)
+        for node in cluster.nodes[1:]:
+            refuses_until_migrated_through(node, database)
+        assert "W058" not in check_through(cluster.nodes[1], database)
+        drawn, _ = on_every_node(cluster.nodes, database, 300)
+        everything = [value for values in drawn.values() for value in values]
+        assert len(everything) == 900 and len(set(everything)) == 900
+    finally:
+        for node in cluster.nodes:
+            node.stop()
+            node.start()  # the addresses the other tests' migrate reaches the nodes at
+    report("nodes that advertise no address: named by migrate and check, then migrated: issue")
 
 
 def test_migrate_replaces_the_refusal_of_the_version_before(

@@ -7,6 +7,7 @@ it can reach (:func:`install`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from typing import Any
@@ -73,86 +74,153 @@ def run(connection: BaseDatabaseWrapper, statements: list[str], execute: Any) ->
                 cursor.execute("SET SESSION wsrep_on = ON")
 
 
-def peers(
-    connection: BaseDatabaseWrapper,
-) -> dict[str, tuple[BaseDatabaseWrapper, str | None]]:
-    """A connection to each other node of ``connection``'s Galera cluster, by address, and its
-    ``wsrep_node_name`` (``None``: it could not be reached). Raises ``SnowflakeError`` when two
-    nodes have one name: their functions would draw the same sequences under the same slot."""
-    identity = (
-        "SELECT @@wsrep_node_name, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-        "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'"
-    )
-    with connection.cursor() as cursor:
+@dataclasses.dataclass
+class Peer:
+    """Another node of the cluster, as ``migrate`` through one node sees it."""
+
+    #: Its ``wsrep_node_name`` (its address while its name is not known).
+    name: str
+    #: Its ``wsrep_node_incoming_address``: where clients reach it (``AUTO``: it does not say).
+    address: str
+    #: A connection to it, ``None`` when it has no address or could not be reached.
+    connection: BaseDatabaseWrapper | None = None
+    #: Why there is no connection.
+    reason: str = ""
+
+    def close(self) -> None:
+        if self.connection is not None:
+            self.connection.close()
+
+
+_IDENTITY = (
+    "SELECT @@wsrep_node_name, VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+    "WHERE VARIABLE_NAME = 'WSREP_GCOMM_UUID'"
+)
+
+
+def _members(cursor: Any) -> list[tuple[str | None, str, str | None]]:
+    """(name, incoming address, gcomm uuid) of every node in the cluster: from
+    ``mysql.wsrep_cluster_members`` (which knows the names of nodes that advertise no
+    address), else from ``wsrep_incoming_addresses`` (addresses only)."""
+    try:
+        cursor.execute(
+            "SELECT node_name, node_incoming_address, node_uuid FROM mysql.wsrep_cluster_members"
+        )
+        return [(name, address, uuid) for name, address, uuid in cursor.fetchall()]
+    except DatabaseError:
         cursor.execute("SHOW STATUS LIKE 'wsrep_incoming_addresses'")
         row = cursor.fetchone()
-        cursor.execute(identity)
+        addresses = str(row[1] if row else "").split(",")
+        return [(None, address.strip(), None) for address in addresses if address.strip()]
+
+
+def peers(connection: BaseDatabaseWrapper) -> list[Peer]:
+    """Every other node of ``connection``'s Galera cluster, connected where it can be. Raises
+    ``SnowflakeError`` when two nodes have one name: their functions would draw the same
+    sequences under the same slot."""
+    with connection.cursor() as cursor:
+        cursor.execute(_IDENTITY)
         here, me = cursor.fetchone()
-    peers: dict[str, tuple[BaseDatabaseWrapper, str | None]] = {}
+        members = _members(cursor)
+    found: list[Peer] = []
+    names = [here]
     try:
-        for address in str(row[1] if row else "").split(","):
-            host, _, port = address.strip().rpartition(":")
-            if not host or not port.isdigit():
-                continue  # "AUTO" or empty: a node that does not say where it listens
-            options = {"connect_timeout": 5, **connection.settings_dict["OPTIONS"]}
-            settings = {**connection.settings_dict, "HOST": host, "PORT": port, "OPTIONS": options}
-            peer = type(connection)(settings)
-            try:
-                with peer.cursor() as cursor:
-                    cursor.execute(identity)
-                    node, uuid = cursor.fetchone()
-            except DatabaseError:
-                peers[address] = (peer, None)
-                continue
+        for name, address, uuid in members:
             if uuid == me:
-                peer.close()  # the node migrate runs through
-            elif node == here or node in [name for _, name in peers.values()]:
-                peer.close()
-                raise SnowflakeError(
-                    f"Two nodes of the Galera cluster are named {node!r} (wsrep_node_name): "
-                    "each node's Snowflake function needs a name of its own."
+                continue  # the node migrate runs through
+            peer = Peer(name or address, address)
+            found.append(peer)
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit():
+                peer.reason = (
+                    f"it does not advertise where clients reach it "
+                    f"(wsrep_node_incoming_address = {address or 'empty'})"
                 )
             else:
-                peers[address] = (peer, node)
+                options = {"connect_timeout": 5, **connection.settings_dict["OPTIONS"]}
+                settings = {
+                    **connection.settings_dict, "HOST": host, "PORT": port, "OPTIONS": options
+                }  # fmt: skip
+                peer.connection = type(connection)(settings)
+                try:
+                    with peer.connection.cursor() as cursor:
+                        cursor.execute(_IDENTITY)
+                        peer.name, uuid = cursor.fetchone()
+                except DatabaseError as exc:
+                    peer.close()
+                    peer.connection, peer.reason = None, f"unreachable at {address}: {exc}"
+                    continue
+                if uuid == me:  # the node migrate runs through, by another address
+                    peer.close()
+                    found.pop()
+                    continue
+            if peer.name in names:
+                raise SnowflakeError(
+                    f"Two nodes of the Galera cluster are named {peer.name!r} "
+                    "(wsrep_node_name): each node's Snowflake function needs a name of its own."
+                )
+            names.append(peer.name)
     except BaseException:
-        for peer, _node in peers.values():
+        for peer in found:
             peer.close()
         raise
-    return peers
+    return found
 
 
 def install(editor: BaseDatabaseSchemaEditor, statements: list[str]) -> None:
     """Run ``statements`` (a node's own function: :func:`own_sql`) through ``editor``; then
-    install their own on every other node of the cluster that ``migrate`` can reach
-    (``wsrep_incoming_addresses``), with the same database settings but that node's address.
-    A node it cannot reach keeps its function, or the refusal of the first install; the log
-    says which."""
+    install their own on every other node of the cluster that ``migrate`` can reach, with the
+    same database settings but that node's incoming address. A node it cannot address
+    (``wsrep_node_incoming_address = AUTO``) or reach keeps its function, or the refusal of
+    the first install, until ``migrate`` runs through it; the log names each node and says
+    what was done there."""
     from ..conf import get_layout
 
     connection = editor.connection
-    others = peers(connection) if not editor.collect_sql else {}
+    alias = connection.alias
+    others = peers(connection) if not editor.collect_sql else []
     try:
         run(connection, statements, lambda statement: editor.execute(statement, params=None))
-        for address, (peer, node) in others.items():
-            if node is not None:
+        if not editor.collect_sql:
+            logger.info(
+                "The Snowflake function of database %r was installed on Galera node %s "
+                "(migrate runs through it).",
+                alias,
+                node_name(connection),
+            )
+        for peer in others:
+            if peer.connection is not None:
                 try:
-                    with peer.cursor() as cursor:
+                    with peer.connection.cursor() as cursor:
                         # The node has applied the refusal of a first install before it
                         # replaces it.
                         cursor.execute("SET SESSION wsrep_sync_wait = 1")
                         cursor.execute("SELECT 1")
                         cursor.execute("SET SESSION wsrep_sync_wait = DEFAULT")
-                        run(peer, own_sql(connection, get_layout(), node), cursor.execute)
+                        own = own_sql(connection, get_layout(), peer.name)
+                        run(peer.connection, own, cursor.execute)
+                except DatabaseError as exc:
+                    peer.reason = f"the install failed there: {exc}"
+                else:
+                    logger.info(
+                        "The Snowflake function of database %r was installed on Galera node "
+                        "%s (at %s).",
+                        alias,
+                        peer.name,
+                        peer.address,
+                    )
                     continue
-                except DatabaseError:
-                    pass
             logger.warning(
-                "The Snowflake function of database %r was not installed on Galera node %s: "
-                "it keeps the function it has, which refuses unless an earlier migrate "
-                "installed its own, until migrate runs through that node.",
-                connection.alias,
-                node or f"{address} (unreachable)",
+                "The Snowflake function of database %r was NOT installed on Galera node %s: "
+                "%s. Until it is, every INSERT through that node that leaves a Snowflake key "
+                "out fails. Run python manage.py migrate --database=%s connected to that node "
+                "(its HOST and PORT), or set wsrep_node_incoming_address on every node and "
+                "migrate again.",
+                alias,
+                peer.name,
+                peer.reason,
+                alias,
             )
     finally:
-        for peer, _node in others.values():
+        for peer in others:
             peer.close()
