@@ -7,8 +7,8 @@ its connection and keeps it (as a request thread under a persistent ``CONN_MAX_A
 then saves ``Tag`` rows (``SnowflakeAutoField``: the process's leased slot makes the key)
 until ``--stop`` exists, getting over a lost connection as Django's request cycle would.
 It reports on stdout ``connected`` once every thread holds its connection, ``first SECONDS``
-(from then to its first saved row), ``failed`` and ``resumed`` around the first thread's
-lost connections, and ``done ERRORS NAMES`` (how many saves failed, the errors' names); the
+(from then to its first saved row), ``failed`` and ``resumed NAMES`` around the first thread's
+failed saves (the names of the errors they raised), and ``done ERRORS NAMES`` (how many saves failed, the errors' names); the
 keys of the saved rows go to ``--out`` as native int64s.
 """
 
@@ -39,7 +39,7 @@ def save_until(stop: Path, connected: threading.Barrier, keys: list[int], errors
 
     connection.ensure_connection()
     connected.wait()
-    started, failing = time.monotonic(), False
+    started, failing = time.monotonic(), set[str]()
     while not stop.exists():
         try:
             tag = Tag.objects.create(name="pooled")
@@ -47,7 +47,7 @@ def save_until(stop: Path, connected: threading.Barrier, keys: list[int], errors
             errors.append(type(exc).__name__)
             if speaker and not failing:
                 report("failed")
-            failing = True
+            failing.add(type(exc).__name__)
             # What Django does at the end of a request whose connection broke.
             connection.close_if_unusable_or_obsolete()
             time.sleep(0.05)
@@ -55,8 +55,8 @@ def save_until(stop: Path, connected: threading.Barrier, keys: list[int], errors
         if speaker and not keys:
             report("first", f"{time.monotonic() - started:.3f}")
         if speaker and failing:
-            report("resumed")
-        failing = False
+            report("resumed", *sorted(failing))
+        failing.clear()
         keys.append(tag.pk)
         time.sleep(0.002)
     connection.close()
