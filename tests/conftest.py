@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -20,25 +20,32 @@ __all__ = ["ROOT"]
 
 @pytest.fixture
 def spawn(transactional_db: None) -> Iterator[Callable[..., subprocess.Popen[str]]]:
-    """Start ``tests/worker_process.py`` in a fresh interpreter on the test database.
+    """Start ``tests/worker_process.py`` (or ``module``) in a fresh interpreter on the test
+    database.
 
     ``snowflake`` becomes the process's ``SNOWFLAKE`` setting (the database allocator
-    unless it says otherwise), ``python`` options go to the interpreter (``["-W", "error"]``).
-    Every process still running at the end is killed.
+    unless it says otherwise), ``python`` options go to the interpreter (``["-W", "error"]``),
+    ``environ`` adds to or overrides its environment. Every process still running at the end
+    is killed.
     """
     processes: list[subprocess.Popen[str]] = []
 
     def start(
-        *args: str, snowflake: dict[str, Any] | None = None, python: Sequence[str] = ()
+        *args: str,
+        snowflake: dict[str, Any] | None = None,
+        python: Sequence[str] = (),
+        module: str = "tests.worker_process",
+        environ: Mapping[str, str] | None = None,
     ) -> subprocess.Popen[str]:
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "tests.settings",
             "SNOWFLAKE_TEST_DB_NAME": str(connection.settings_dict["NAME"]),
             "SNOWFLAKE_TEST_SETTINGS": json.dumps(snowflake or {}),
+            **(environ or {}),
         }
         process = subprocess.Popen(
-            [sys.executable, *python, "-m", "tests.worker_process", *args],
+            [sys.executable, *python, "-m", module, *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
