@@ -44,8 +44,11 @@ def install_sql(
 
 
 def own_sql(connection: BaseDatabaseWrapper, layout: BitLayout, node: str | None) -> list[str]:
-    """:func:`install_sql` for ``connection`` (its Galera node ``node``) under its leased slot."""
-    slot = lease_database_slot(connection.alias, layout, node)
+    """:func:`install_sql` for ``connection`` (its Galera node ``node``) under its leased slot;
+    on PostgreSQL, the slot its function already has if the worker table it reads records that
+    slot for nobody (see :func:`lease_database_slot`)."""
+    keep = function_slot(connection)[1] if connection.vendor == "postgresql" else None
+    slot = lease_database_slot(connection.alias, layout, node, keep)
     return install_sql(connection.vendor, layout, slot, alias=connection.alias, node=node)
 
 
@@ -62,7 +65,12 @@ def installed_comment(connection: BaseDatabaseWrapper) -> str | None:
 
 def installed_slot(alias: str) -> tuple[bool, tuple[int, int] | None]:
     """Whether database ``alias`` has the function, and the slot its comment names."""
-    comment = installed_comment(connections[alias])
+    return function_slot(connections[alias])
+
+
+def function_slot(connection: BaseDatabaseWrapper) -> tuple[bool, tuple[int, int] | None]:
+    """:func:`installed_slot` of ``connection``'s database."""
+    comment = installed_comment(connection)
     if comment is None:
         return False, None
     found = COMMENT.search(comment)
