@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from django.contrib import admin
+from django.db import connections
 from django.db.models import Case, Field, Model, Q, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse
@@ -25,7 +26,8 @@ from .conf import get_layout
 from .database_slots import DATABASE_HOST, LEASE_END
 from .layout import MAX_BITS, BitLayout, ms_to_datetime
 from .models import WorkerNode
-from .slots import database_alias, reserved_for
+from .slots import database_alias, function_in_words, reserved_for
+from .vendors import function_report
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise
@@ -322,6 +324,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
                         "host_name",
                         "process_id",
                         "node_type",
+                        *(["database_function"] if obj and database_alias(obj) else []),
                     ]
                 },
             ),
@@ -346,6 +349,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
             "layout_in_words",
             "incarnation_in_words",
             "incarnation_seen",
+            "database_function",
         ]
 
     def change_view(
@@ -365,6 +369,18 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
             }
             extra_context = {"subtitle": subtitle, **(extra_context or {})}
         return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description=_("database function"))
+    def database_function(self, obj: WorkerNode) -> str:
+        """Where the function of the database holding this slot lives, the slot it issues
+        under and how far its clock is behind the server's, as ``show_worker`` says."""
+        alias = database_alias(obj) or ""
+        found = function_report(alias) if alias in connections else None
+        if found is None:
+            return gettext(
+                "not readable here: %(alias)s is no PostgreSQL or MariaDB database of DATABASES"
+            ) % {"alias": repr(alias)}
+        return function_in_words(found)
 
     @admin.display(description=_("lease"))
     def lease(self, obj: WorkerNode) -> str:

@@ -2,7 +2,7 @@
 
 E001-E009 bits and layout, E010-E019 epoch and time unit, E020-E029 rollback policy,
 E030-E039 allocator, worker and database (W031-W034 also for ``check --deploy``), E040-E049
-(W040-W049) fields and models.
+(W040-W049) fields and models, E050-E059 (W050-W059) the databases' own function.
 Every message and hint is translated when it is shown.
 """
 
@@ -80,7 +80,38 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     layout = _check_layout(values, messages)
     _check_policy(values, layout, messages)
     _check_allocator(values, layout, messages)
+    _check_function_schema(values, messages)
     return messages
+
+
+# PostgreSQL's NAMEDATALEN - 1: a longer name is silently cut, naming another schema.
+MAX_IDENTIFIER_BYTES = 63
+
+
+def _check_function_schema(values: Mapping[str, Any], messages: list[CheckMessage]) -> None:
+    name = values["FUNCTION_SCHEMA"]
+    if (
+        isinstance(name, str)
+        and name.strip()
+        and len(name.encode()) <= MAX_IDENTIFIER_BYTES
+        and "\x00" not in name
+        and not name.lower().startswith("pg_")
+    ):
+        return
+    messages.append(
+        _error(
+            "E052",
+            _(
+                "FUNCTION_SCHEMA must be the name of a PostgreSQL schema (a non-empty string of "
+                "at most 63 bytes, not starting with pg_), not %(value)r."
+            ),
+            _(
+                'Use "public" (the default) or a schema name of your own, such as '
+                '"snowflake": the PostgreSQL database function and its sequences live there.'
+            ),
+            value=name,
+        )
+    )
 
 
 def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> BitLayout | None:
@@ -899,12 +930,67 @@ def _narrow_column(model: type[Model], name: str, column: Any, example: type[Mod
     )
 
 
+def _check_copies(alias: str) -> list[CheckMessage]:
+    """W052, W053: a PostgreSQL database with functions outside the function schema, or one
+    whose ``search_path`` is not pinned."""
+    from django.db import connections
+
+    from .vendors import postgresql
+
+    connection = connections[alias]
+    if connection.vendor != "postgresql":
+        return []
+    found = postgresql.copies(connection)
+    schema = postgresql.schema()
+    repair = _(
+        "Run: python manage.py migrate --database=%(alias)s. It keeps the function in "
+        "%(schema)s, gives every table that defaults to another copy that one, skips its clock "
+        "past theirs and drops them (docs: Schemas and django-tenants)."
+    )
+    messages = []
+    if any(name != schema for _, name, _ in found):
+        messages.append(
+            _warning(
+                "W052",
+                _(
+                    "Database %(alias)s has %(count)d django_snowflake_id() functions, in "
+                    "schemas %(schemas)s, where SNOWFLAKE['FUNCTION_SCHEMA'] is %(schema)s: "
+                    "each has sequences of its own under the database's one slot, so two "
+                    "schemas may hold the same key."
+                ),
+                repair,
+                alias=alias,
+                count=len(found),
+                schemas=_join(name for _, name, _ in found),
+                schema=schema,
+            )
+        )
+    unpinned = [name for _, name, pinned in found if not pinned]
+    if unpinned:
+        messages.append(
+            _warning(
+                "W053",
+                _(
+                    "The django_snowflake_id() of database %(alias)s in schema %(schemas)s does "
+                    "not pin its search_path: sequences of the same names on a caller's "
+                    "search_path would be drawn instead of its own."
+                ),
+                repair,
+                alias=alias,
+                schemas=_join(unpinned),
+                schema=schema,
+            )
+        )
+    return messages
+
+
 def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """W050, W051, W058: a database whose Snowflake function has no slot of its own, or one
     it does not hold in the coordination database (a copy of another database's function), or
     a Galera node of it whose function is not its own.
+    W052, W053: a PostgreSQL database with more than one function, or an unpinned one.
 
     Warnings, not errors: ``migrate`` runs the database checks and stops at an error, and
     ``migrate`` of that database is what gives its function a slot of its own.
@@ -924,6 +1010,7 @@ def check_database_functions(
     messages: list[CheckMessage] = []
     for alias in databases:
         try:
+            messages += _check_copies(alias)
             exists, slot = installed_slot(alias)
             stranger = (
                 galera.node_name(connections[alias]) if exists and galera.stranger(alias) else None

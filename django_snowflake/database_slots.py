@@ -9,7 +9,9 @@ processes claim from the lowest up.
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,7 +42,7 @@ def database_label(alias: str, node: str | None = None) -> str:
 
 
 def lease_database_slot(
-    alias: str, layout: BitLayout, node: str | None = None
+    alias: str, layout: BitLayout, node: str | None = None, keep: tuple[int, int] | None = None
 ) -> tuple[int, int] | None:
     """The worker slot of database ``alias``'s function (of its Galera node ``node``'s),
     leased for good in ``WorkerNode`` on the coordination database; ``None`` while that
@@ -52,6 +54,11 @@ def lease_database_slot(
     ID up and never take a lease that does not expire, so the two never meet. Raises
     ``LayoutMismatch`` when the table holds slots of another layout, ``SnowflakeError`` when no
     worker ID is left.
+
+    ``keep``, the slot the installed function issues under, is tried first: a table that
+    records it for nobody (flushed by a test runner, or a tenant schema's own copy of the table,
+    made when the app is in django-tenants' ``TENANT_APPS`` too, which a ``migrate`` of that
+    schema reads) must not move the database's one function to another slot.
     """
     from .conf import get_settings
 
@@ -82,7 +89,10 @@ def lease_database_slot(
     # Naive datetimes when USE_TZ is False: MySQL's backend refuses aware ones then.
     now = timezone.now()
     never = LEASE_END if django_settings.USE_TZ else LEASE_END.replace(tzinfo=None)
-    for worker in range(layout.max_worker_id, -1, -1):
+    order: Iterable[int] = range(layout.max_worker_id, -1, -1)
+    if keep is not None and keep[1] == datacenter and keep[0] <= layout.max_worker_id:
+        order = itertools.chain([keep[0]], order)
+    for worker in order:
         if nodes.filter(worker_id=worker, datacenter_id=datacenter).exists():
             continue
         try:

@@ -11,7 +11,7 @@ from django.db.migrations.operations.base import Operation
 
 from .database_keys import install_function, own_label
 from .database_slots import slot_holder
-from .vendors import installed_slot
+from .vendors import installed_slot, postgresql
 from .vendors.base import is_database_keyed
 
 
@@ -81,6 +81,48 @@ class AddDatabaseDefaults(_DatabaseOperation):
         return "Give every Snowflake primary key the database's django_snowflake_id() default"
 
 
+class RepairDatabaseFunctions(_DatabaseOperation):
+    """Leave a PostgreSQL database one ``django_snowflake_id()``, the one in
+    ``SNOWFLAKE["FUNCTION_SCHEMA"]``, pinning its ``search_path``.
+
+    Before this operation, the package installed a function and its sequences in every schema a ``migrate``
+    ran in (django-tenants' tenants, a ``search_path`` in ``OPTIONS``), all issuing under the
+    database's one slot, so two schemas could hold the same key. This installs the function
+    where it belongs if it is missing or unpinned there, repoints every column default that calls
+    another copy, skips its clock past every other copy's and drops them
+    (:func:`django_snowflake.vendors.postgresql.repair_sql`). Idempotent; nothing elsewhere.
+    """
+
+    def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
+        repair_functions(schema_editor)
+
+    def describe(self) -> str:
+        return "Leave the database one django_snowflake_id(), in SNOWFLAKE['FUNCTION_SCHEMA']"
+
+
+def needs_repair(connection: Any) -> bool:
+    """Whether ``connection``'s database has a function outside the function schema, or an
+    unpinned one there (PostgreSQL; ``False`` elsewhere)."""
+    if connection.vendor != "postgresql":
+        return False
+    found = postgresql.copies(connection)
+    return any(name != postgresql.schema() or not pinned for _, name, pinned in found)
+
+
+def repair_functions(editor: BaseDatabaseSchemaEditor) -> None:
+    """Run :class:`RepairDatabaseFunctions` through ``editor``."""
+    from .conf import get_layout
+
+    connection = editor.connection
+    if not needs_repair(connection):
+        return
+    found = postgresql.copies(connection)
+    if not any(name == postgresql.schema() and pinned for _, name, pinned in found):
+        install_function(editor)
+    for statement in postgresql.repair_sql(connection, get_layout()):
+        editor.execute(statement, params=None)
+
+
 def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     """``post_migrate``: give a database whose function has no slot of its own (it was
     migrated before the coordination database) or another's (it is a copy of another database,
@@ -98,6 +140,10 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
         "django_snowflake"
     ):
         return
+    # The repair of W052 and W053, whose hint says to migrate (with nothing to apply).
+    if needs_repair(connection):
+        with connection.schema_editor() as editor:
+            repair_functions(editor)
     try:
         exists, slot = installed_slot(using)
         if not exists:

@@ -6,7 +6,7 @@ The admin and ``show_worker`` both say it, from the marks the database's own cla
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from django.utils.translation import gettext
 
@@ -34,3 +34,20 @@ def reserved_for(alias: str) -> str:
             "alias": repr(alias)
         }
     return gettext("reserved for a database function, no heartbeat")
+
+
+def function_in_words(report: dict[str, Any]) -> str:
+    """A database function's :func:`~django_snowflake.vendors.function_report`, in words."""
+    if "error" in report:
+        return gettext("cannot be read: %(error)s") % report
+    if not report["installed"]:
+        return gettext("not installed (%(where)s): run manage.py migrate") % report
+    words = gettext("in %(where)s, slot %(slot)s") % {
+        "where": report["where"],
+        "slot": report["slot"] or gettext("none (it refuses)"),
+    }
+    if report["behind_ms"] is None:
+        return words + ", " + gettext("clock n/a")
+    return (
+        words + ", " + gettext("%(ms)d ms behind the server's clock") % {"ms": report["behind_ms"]}
+    )

@@ -61,7 +61,7 @@ class SnowflakeRouter:
         return db == self.alias if app_label == self.app_label else None
 
 
-def _server_sql(statements: list[str]) -> None:
+def server_sql(statements: list[str]) -> None:
     """Run ``statements`` on the server outside any of the project's databases."""
     conf = DATABASES["default"]
     if conf["ENGINE"].endswith("postgresql"):
@@ -86,16 +86,19 @@ def _server_sql(statements: list[str]) -> None:
             server.close()
 
 
-def _raw_keys(alias: str, seconds: float, sessions: int) -> list[str]:
-    """Insert rows that leave the key out from ``sessions`` connections at once; return the
-    errors met (the keys are read back from the table afterwards)."""
+def raw_keys(alias: str, seconds: float, schemas: list[str | None]) -> list[str]:
+    """Insert rows that leave the key out from a connection per entry of ``schemas`` at once
+    (a schema: a django-tenants connection set to it); return the errors met (the keys are
+    read back from the table afterwards)."""
     from django.db import connections
 
     errors: list[str] = []
     stop = time.monotonic() + seconds
 
-    def insert() -> None:
+    def insert(schema: str | None) -> None:
         connection = connections[alias]
+        if schema is not None:
+            connection.set_schema(schema)  # type: ignore[attr-defined]
         try:
             with connection.cursor() as cursor:
                 while time.monotonic() < stop:
@@ -105,7 +108,7 @@ def _raw_keys(alias: str, seconds: float, sessions: int) -> list[str]:
         finally:
             connection.close()
 
-    threads = [threading.Thread(target=insert) for _ in range(sessions)]
+    threads = [threading.Thread(target=insert, args=(schema,)) for schema in schemas]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -131,7 +134,7 @@ def in_order() -> dict[str, Any]:
         call_command("migrate", database=alias, verbosity=0)
     errors: list[str] = []
     raw_threads = [
-        threading.Thread(target=lambda a=alias: errors.extend(_raw_keys(a, 3.0, 4)))
+        threading.Thread(target=lambda a=alias: errors.extend(raw_keys(a, 3.0, [None] * 4)))
         for alias in SHARDS
     ]
     for thread in raw_threads:
@@ -200,8 +203,8 @@ def main(scenario: str) -> dict[str, Any]:
     mysql = DATABASES["default"]["ENGINE"].endswith("mysql")
     # PostgreSQL: the allocator's own connection may still be open.
     drop = [f"DROP DATABASE IF EXISTS {n}" + ("" if mysql else " WITH (FORCE)") for n in names]
-    _server_sql(drop)
-    _server_sql([f"CREATE DATABASE {name}" for name in names])
+    server_sql(drop)
+    server_sql([f"CREATE DATABASE {name}" for name in names])
     try:
         django.setup()
         return {"in_order": in_order, "shard_first": shard_first}[scenario]()
@@ -209,7 +212,7 @@ def main(scenario: str) -> dict[str, Any]:
         from django_snowflake import runtime
 
         runtime.reset()  # releases the process's slot while its database still exists
-        _server_sql(drop)
+        server_sql(drop)
 
 
 if __name__ == "__main__":

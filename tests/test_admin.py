@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.test.utils import override_settings
 from django.urls import reverse
@@ -494,3 +495,24 @@ def test_the_search_by_id_keeps_the_admins_own_search_fields(
     response = admin_client.get(url, {"q": search.format(**customers)})
     assert response.status_code == 200
     assert sorted(c.name for c in response.context["cl"].result_list) == found
+
+
+@pytest.mark.parametrize("label", ["database:default", "database:not_here"])
+def test_a_database_slots_page_shows_its_function(admin_client: Client, label: str) -> None:
+    """Where the function of the slot's database lives, its slot and how far its clock is
+    behind, as show_worker says it; nothing of the kind on a process's slot."""
+    node = database_node(label)
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[node.pk]))
+    assert "database function" in page.text
+    if label == "database:not_here" or connection.vendor == "sqlite":
+        alias = escape(repr(label.partition(":")[2]))
+        assert f"not readable here: {alias} is no PostgreSQL or MariaDB database" in page.text
+    elif connection.vendor == "postgresql":
+        assert re.search(
+            r"in schema public, slot \d+/0, -?\d+ ms behind the server&#x27;s", page.text
+        )
+    elif connection.vendor == "mysql":
+        assert "clock n/a" in page.text
+    process = worker_node(905, expires_in=timedelta(seconds=40))
+    page = admin_client.get(reverse("admin:django_snowflake_workernode_change", args=[process.pk]))
+    assert "database function" not in page.text

@@ -560,3 +560,13 @@ def test_deploy_checks(
         django_settings["DATABASES"] = {**settings.DATABASES, "workers": sqlite}
         snowflake = {**snowflake, "DATABASE": "workers"}
     assert deploy_ids(snowflake, **django_settings) == expected
+
+
+@pytest.mark.parametrize("schema", ["", "   ", 5, None, "x" * 64, "é" * 32, "pg_temp", "PG_x"])
+def test_E052_function_schema_not_a_schema_name(schema: object) -> None:
+    assert ids({**STATIC, "FUNCTION_SCHEMA": schema}) == ["django_snowflake.E052"]
+
+
+@pytest.mark.parametrize("schema", ["public", "snowflake", "x" * 63, "Tenant Keys"])
+def test_E052_accepts_schema_names(schema: str) -> None:
+    assert ids({**STATIC, "FUNCTION_SCHEMA": schema}) == []

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django_snowflake.conf import get_layout
 from django_snowflake.database_slots import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
+from django_snowflake.vendors import installed_slot
 
 from .conftest import ROOT
 
@@ -27,6 +28,7 @@ def show_worker(*args: str) -> str:
     return out.getvalue()
 
 
+@pytest.mark.django_db  # the report reads each server database's function
 def test_text_report_with_the_static_allocator() -> None:
     text = show_worker()
     assert "| sign: 0 | time (41) | worker (10) | sequence (12) |" in text
@@ -166,3 +168,33 @@ def test_before_migrate_it_says_run_migrate_in_one_line(empty_database: str) -> 
         "CommandError: The worker table django_snowflake_workernode does not exist in the "
         "database 'default' yet: run `python manage.py migrate` first."
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_each_database_function_where_it_lives_its_slot_and_its_clock() -> None:
+    """Issue 25's "seen from outside": PostgreSQL's from its sequences, in ms behind the
+    server's now; MariaDB's clock is n/a; SQLite's function is the process's generator."""
+    if connection.vendor == "sqlite":
+        assert json.loads(show_worker("--json"))["database_functions"] == []
+        return
+    with connection.cursor() as cursor:  # a key just made: the function's clock is now
+        cursor.execute(
+            "SELECT django_snowflake_id()" if connection.vendor == "postgresql" else "SELECT 1"
+        )
+    (found,) = json.loads(show_worker("--json"))["database_functions"]
+    exists, slot = installed_slot("default")  # a flush between tests may have taken its row
+    assert found["database"] == "default" and found["installed"] is exists is True
+    assert slot is not None and found["slot"] == f"{slot[0]}/{slot[1]}"
+    text = show_worker()
+    if connection.vendor == "postgresql":
+        assert found["where"] == "schema public"
+        assert -1100 <= found["behind_ms"] <= 1000  # at most a second's lead ahead
+        assert re.search(
+            rf"function of database 'default': in schema public, slot {found['slot']}, "
+            r"-?\d+ ms behind the server's clock",
+            text,
+        )
+    else:
+        assert found["behind_ms"] is None
+        assert f"function of database 'default': in {found['where']}, slot" in text
+        assert "clock n/a" in text

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
+from django.db.backends.base.base import BaseDatabaseWrapper
+
 from ..layout import BitLayout
 from .base import FUNCTION, comment, hold_units, lead_units, refusal
 
@@ -54,6 +56,24 @@ def installed_comment_sql() -> tuple[str, list[str]]:
     )
 
 
+def create_schema_sql() -> str:
+    """Create :func:`schema` if the database lacks it.
+
+    Only then: ``CREATE SCHEMA IF NOT EXISTS`` needs the CREATE privilege on the database even
+    when the schema exists, which a migrating role of a managed database may not have. Nothing
+    is granted on it: the roles that insert need ``USAGE`` on it, as they need ``SELECT`` and
+    ``UPDATE`` on the sequences (docs/schemas.rst); ``public`` has ``USAGE`` for everyone.
+    """
+    name = schema()
+    literal, identifier = name.replace("'", "''"), name.replace('"', '""')
+    return f"""DO $snowflake$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = '{literal}') THEN
+        CREATE SCHEMA "{identifier}";
+    END IF;
+EXCEPTION WHEN duplicate_schema OR unique_violation THEN NULL;  -- a concurrent migrate made it
+END $snowflake$"""
+
+
 # Type, identity and default of a column (parameters: table, column).
 COLUMN_SQL = (
     "SELECT data_type, is_identity, coalesce(column_default, '') "
@@ -69,9 +89,11 @@ def plain_bigint(row: tuple[str, ...]) -> bool:
 
 
 def key_default_sql(quote_name: Callable[[str], str], table: str, column: str) -> list[str]:
-    """Give an existing column the function as its default."""
+    """Give an existing column the function as its default (the one in :func:`schema`,
+    whatever schema the table is in)."""
     return [
-        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} SET DEFAULT {FUNCTION}()"
+        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} "
+        f"SET DEFAULT {qualified(FUNCTION)}()"
     ]
 
 
@@ -96,6 +118,7 @@ def install_sql(
     if slot is None:
         message = refusal(alias).replace("'", "''")
         return [
+            create_schema_sql(),
             f"""CREATE OR REPLACE FUNCTION {function}() RETURNS bigint
 LANGUAGE plpgsql VOLATILE {pinned} AS $snowflake$
 BEGIN
@@ -126,6 +149,7 @@ $snowflake$""",
     # a role that may not read it: the function refuses then, never reading base as 0.
     last_base = f"pg_sequence_last_value('{literal[base]}'::regclass)"
     return [
+        create_schema_sql(),
         f"CREATE SEQUENCE IF NOT EXISTS {counter} AS bigint MINVALUE 0 START 0",
         f"CREATE SEQUENCE IF NOT EXISTS {base} AS bigint MINVALUE 0 START 0",
         f"CREATE SEQUENCE IF NOT EXISTS {anchor} AS bigint MINVALUE 0 START 0",
@@ -239,3 +263,119 @@ END
 $snowflake$""",
         f"COMMENT ON FUNCTION {function}() IS '{description}'",
     ]
+
+
+# Every django_snowflake_id() of the database, wherever it is: its oid, schema and whether it
+# pins its search_path (before migration 0005, one per schema a migrate ran in, unpinned).
+COPIES_SQL = (
+    "SELECT p.oid, s.nspname, coalesce(array_to_string(p.proconfig, ' '), '') "
+    "LIKE '%%search_path=%%' FROM pg_catalog.pg_proc p "
+    "JOIN pg_catalog.pg_namespace s ON s.oid = p.pronamespace "
+    "WHERE p.proname = %s AND p.pronargs = 0 ORDER BY s.nspname"
+)
+
+# The columns whose DEFAULT calls the function of oid %s (schema, table, column).
+DEPENDENT_DEFAULTS_SQL = (
+    "SELECT s.nspname, c.relname, a.attname FROM pg_catalog.pg_depend d "
+    "JOIN pg_catalog.pg_attrdef ad ON ad.oid = d.objid "
+    "JOIN pg_catalog.pg_class c ON c.oid = ad.adrelid "
+    "JOIN pg_catalog.pg_namespace s ON s.oid = c.relnamespace "
+    "JOIN pg_catalog.pg_attribute a ON a.attrelid = ad.adrelid AND a.attnum = ad.adnum "
+    "WHERE d.classid = 'pg_catalog.pg_attrdef'::regclass "
+    "AND d.refclassid = 'pg_catalog.pg_proc'::regclass AND d.refobjid = %s "
+    "ORDER BY 1, 2, 3"
+)
+
+
+def copies(connection: BaseDatabaseWrapper) -> list[tuple[int, str, bool]]:
+    """Every ``django_snowflake_id()`` of ``connection``'s database: ``(oid, schema, pinned)``,
+    ``pinned`` saying whether it pins its ``search_path``."""
+    with connection.cursor() as cursor:
+        cursor.execute(COPIES_SQL, [FUNCTION])
+        return [(int(oid), str(name), bool(pinned)) for oid, name, pinned in cursor.fetchall()]
+
+
+def _in(name: str, schema_name: str) -> str:
+    quoted = schema_name.replace('"', '""')
+    return f'"{quoted}".{name}'
+
+
+def repair_sql(connection: BaseDatabaseWrapper, layout: BitLayout) -> list[str]:
+    """The statements that leave the database one function, the one in :func:`schema` (which
+    must exist): every column default that calls another copy calls it instead; its clock skips
+    past every other copy's (their sequences' ``(base + counter) >> sequence_bits`` and anchor,
+    plus a lead, as a failover skips); the other copies' functions and sequences are dropped.
+    ``[]`` when there is no other copy. The skip is computed when it runs, so what ``sqlmigrate``
+    prints is what ``migrate`` runs."""
+    others = [(oid, name) for oid, name, _ in copies(connection) if name != schema()]
+    if not others:
+        return []
+    quote = connection.ops.quote_name
+    survivor = qualified(FUNCTION)
+    statements = []
+    # Defaults first: ALTER TABLE waits for the inserts running on the table, and holds it until
+    # commit, so no key the old copy issues afterwards escapes the skip below.
+    with connection.cursor() as cursor:
+        for oid, _ in others:
+            cursor.execute(DEPENDENT_DEFAULTS_SQL, [oid])
+            statements += [
+                f"ALTER TABLE {quote(table_schema)}.{quote(table)} "
+                f"ALTER COLUMN {quote(column)} SET DEFAULT {survivor}()"
+                for table_schema, table, column in cursor.fetchall()
+            ]
+    sb = layout.sequence_bits
+    reads = []
+    for _, name in others:
+        base, counter, anchor = (_in(n, name) for n in (BASE, COUNTER, ANCHOR))
+        exists = " AND ".join(
+            f"to_regclass('{n.replace(chr(39), chr(39) * 2)}') IS NOT NULL"
+            for n in (base, counter, anchor)
+        )
+        # A copy that refused (no slot) has no sequences: nothing to skip past.
+        reads.append(
+            f"""    IF {exists} THEN
+        SELECT GREATEST(f, (b.last_value + c.last_value) >> {sb}, a.last_value) INTO f
+        FROM {base} b, {counter} c, {anchor} a;
+    END IF;"""
+        )
+    literal = {n: qualified(n).replace("'", "''") for n in (BASE, ANCHOR)}
+    statements.append(
+        f"""DO $snowflake$
+DECLARE
+    f bigint := -1; n bigint; b bigint;
+BEGIN
+{chr(10).join(reads)}
+    IF f >= 0 THEN
+        -- The catch-up's lock: no session moves base from a value read before this move.
+        PERFORM pg_advisory_xact_lock({PG_LOCK_KEY});
+        f := f + {lead_units(layout)};
+        SELECT last_value INTO b FROM {qualified(BASE)};
+        SELECT last_value INTO n FROM {qualified(COUNTER)};
+        IF b + n < (f << {sb}) THEN
+            PERFORM setval('{literal[BASE]}', (f << {sb}) - n);
+        END IF;
+        IF (SELECT last_value FROM {qualified(ANCHOR)}) < f THEN
+            PERFORM setval('{literal[ANCHOR]}', f);
+        END IF;
+    END IF;
+END $snowflake$"""
+    )
+    for _, name in others:
+        statements.append(f"DROP FUNCTION {_in(FUNCTION, name)}()")
+        statements.append(f"DROP FUNCTION IF EXISTS {_in(FAILOVER, name)}()")
+        sequences = ", ".join(_in(n, name) for n in (COUNTER, BASE, ANCHOR, INCARNATION))
+        statements.append(f"DROP SEQUENCE IF EXISTS {sequences}")
+    return statements
+
+
+def clock_sql(layout: BitLayout) -> str:
+    """The query of how far (ms) the function's clock, the time of its last key, is behind the
+    server's now (negative: ahead, a burst's lead)."""
+    now_units = (
+        f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
+        f" / {layout.time_unit_ms})::bigint"
+    )
+    return (
+        f"SELECT ({now_units} - ((b.last_value + c.last_value) >> {layout.sequence_bits}))"
+        f" * {layout.time_unit_ms} FROM {qualified(BASE)} b, {qualified(COUNTER)} c"
+    )

@@ -1,4 +1,5 @@
-"""``manage.py show_worker [--json] [--all]``: this process's layout, capacity and lease."""
+"""``manage.py show_worker [--json] [--all]``: this process's layout, capacity and lease, and
+each server database's function (where it lives, its slot, how far its clock is behind)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from ... import get_generator
 from ...conf import get_settings
 from ...exceptions import SnowflakeError
 from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
-from ...slots import database_alias, reserved_for
+from ...slots import database_alias, function_in_words, reserved_for
+from ...vendors import function_report
 
 # The report's lines, for people; ``--json`` keeps the keys.
 LABELS = {
@@ -52,6 +54,7 @@ LABELS = {
     "time_unit_ms": _("time unit ms"),
     "epoch": _("epoch"),
     "label": _("label"),
+    "database_functions": _("function of database"),
 }
 
 
@@ -107,6 +110,10 @@ class Command(BaseCommand):
             if high < 0
             else ms_to_datetime(layout.unit_start_ms(high)).isoformat(),
             "label": get_settings()["PROCESS_LABEL"],
+            # Each server database's own function: where it lives, its slot, its clock.
+            "database_functions": [
+                found for alias in connections if (found := function_report(alias)) is not None
+            ],
         }
         if options["all"]:
             try:
@@ -122,6 +129,11 @@ class Command(BaseCommand):
         self.stdout.write(bit_diagram(layout))
         for key, value in report.items():
             if key == "slots":
+                continue
+            if key == "database_functions":
+                for found in value:
+                    words = function_in_words(found)
+                    self.stdout.write(f"{LABELS[key]} {found['database']!r}: {words}")
                 continue
             if key == "incarnation_since" and not report.get("incarnation"):
                 continue  # no incarnation, nothing was first seen
