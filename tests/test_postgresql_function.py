@@ -118,11 +118,13 @@ def database() -> Iterator[Database]:
 def test_32_sessions_draw_unique_keys_and_none_waits_on_a_lock(database: Database) -> None:
     """At each new millisecond every session behind the clock used to queue on the one
     catch-up lock (pgbench at 32 clients: 335 transactions/s against BIGSERIAL's 11,475).
-    The lock is now taken without waiting: no session is ever seen waiting for it."""
+    The lock is now taken without waiting: no session is ever seen waiting for it, and no
+    NOTICE or WARNING reaches a client."""
     database.install(TWITTER)
     keys: list[list[int]] = [[] for _ in range(32)]
     stop = threading.Event()
     waiting: list[int] = []
+    notices: list[str] = []
 
     def watch() -> None:
         with contextlib.closing(database.connect()) as session:
@@ -138,6 +140,7 @@ def test_32_sessions_draw_unique_keys_and_none_waits_on_a_lock(database: Databas
 
     def work(index: int) -> None:
         with contextlib.closing(database.connect()) as session:
+            session.add_notice_handler(lambda notice: notices.append(notice.message_primary))
             for _ in range(40):
                 keys[index] += draw(session, 5)
 
@@ -150,6 +153,7 @@ def test_32_sessions_draw_unique_keys_and_none_waits_on_a_lock(database: Databas
     assert len(every) == len(set(every)) == 32 * 200
     assert all(session_keys == sorted(session_keys) for session_keys in keys)
     assert len(waiting) > 10 and max(waiting) == 0
+    assert notices == []
 
 
 def test_install_again_keeps_the_clock_and_acknowledges_no_new_incarnation(
