@@ -2,22 +2,29 @@
 
 Sequences are non-transactional: a rollback never lowers the clock. An ID is ``base +
 counter`` read in layout units (time, then sequence), so the logical clock never goes back,
-whatever the server's clock does. A session behind the wall clock moves ``base`` up only if it
-takes an advisory lock *without waiting* (``pg_try_advisory_lock``); the others return their
-value, unique, a moment behind the clock: nobody queues, so the convoy of a lock every session
-waits on at each new millisecond cannot form. A burst may run ahead of the clock by ``lead``
-units past the ``anchor`` (a catch-up point, raised every half lead); beyond, the function
-sleeps until the clock is there. On the first call of a session it compares the server's
-incarnation (system identifier and timeline, as the process leases do) with the one it last
-saw; after a promotion or a restore it skips its clock past anything the old primary could have
-issued: past ``max(now, replayed clock, replayed anchor) + hold + 2 * lead``, where ``hold`` is
-``LEASE_SECONDS``, the replication lag (and clock skew) it tolerates.
+whatever the server's clock does. A value at most ``slack`` (10 ms) behind the wall clock is
+returned as drawn. A session further behind moves ``base`` up to the clock if it takes an
+advisory lock *without waiting* (``pg_try_advisory_lock``) and draws again; a session that
+finds the lock taken (another is catching up) returns its value if it is at most ``lag`` (25
+ms) behind, else sleeps a millisecond and draws again, so no key is returned from long before
+a catch-up (an idle pause), and nobody queues on the lock: the convoy of a lock every session
+waits on at each new millisecond cannot form. The lock is a session lock held only
+inside one block of one call, released by the block's handler on any error, a cancel or a
+``statement_timeout`` included: it never outlives the statement, nor does the caller's
+transaction hold it. A burst may run ahead of the clock by ``lead`` units past the ``anchor``
+(a catch-up point, raised every half lead); beyond, the function sleeps until the clock is
+there. On the first call of a session it compares the server's incarnation (system identifier
+and timeline, as the process leases do) with the one it last saw; after a promotion or a
+restore it skips its clock past anything the old primary could have issued: past ``max(now,
+replayed clock, replayed anchor) + hold + 2 * lead``, where ``hold`` is ``LEASE_SECONDS``, the
+replication lag (and clock skew) it tolerates.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from textwrap import indent
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
@@ -31,6 +38,34 @@ INCARNATION = "django_snowflake_id_incarnation"
 FAILOVER = "django_snowflake_id_failover"
 # pg_advisory_lock key of the catch-up: the first 8 bytes of sha1("django_snowflake_id").
 PG_LOCK_KEY = int.from_bytes(hashlib.sha1(FUNCTION.encode()).digest()[:8], "big", signed=True)
+# How far behind the wall clock a drawn value is returned as it is: catch-ups (and the
+# subtransaction of the block that holds their lock) once per this many milliseconds, not at
+# every new one.
+SLACK_MS = 10
+# How far behind a session that finds another catching up returns its value all the same
+# (under load, values 10 to 11 ms behind, at every catch-up): the rest of the 50 ms that a key
+# may be behind the server's clock is margin for the caller's statement.
+LAG_MS = 25
+# How long a session behind the clock waits for another's catch-up before it returns its value
+# anyway (unique, behind): a catch-up holds the lock for microseconds, so only a holder that is
+# not catching up (a session that took the key outside the function, or one an earlier version
+# of the function left holding it after a cancel) keeps it that long.
+CATCH_UP_WAIT_MS = 100
+# A session's lock on PG_LOCK_KEY as pg_locks shows it (a bigint key: its high and low halves).
+HELD_SQL = (
+    "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE locktype = 'advisory' "
+    "AND pid = pg_catalog.pg_backend_pid() AND granted AND objsubid = 1 "
+    f"AND classid = {(PG_LOCK_KEY >> 32) & 0xFFFFFFFF} AND objid = {PG_LOCK_KEY & 0xFFFFFFFF})"
+)
+# The handler of each block that takes the lock: whatever ended the block, a cancel or a
+# statement_timeout included (OTHERS does not catch query_canceled), it releases the lock if
+# this session holds it (an unlock of a lock not held warns), so the lock never outlives the
+# statement. A transaction-level lock would instead be held until the caller commits.
+RELEASE = f"""EXCEPTION WHEN OTHERS OR query_canceled THEN
+    IF {HELD_SQL} THEN
+        PERFORM pg_advisory_unlock({PG_LOCK_KEY});
+    END IF;
+    RAISE;"""
 
 
 def schema() -> str:
@@ -131,6 +166,9 @@ $snowflake$""",
     sb = layout.sequence_bits
     lead = lead_units(layout)
     hold = hold_units(layout)
+    slack = SLACK_MS // layout.time_unit_ms
+    lag = LAG_MS // layout.time_unit_ms
+    wait = max(1, CATCH_UP_WAIT_MS // layout.time_unit_ms)
     fixed = layout.compose(0, worker_id=worker, datacenter_id=datacenter)
     compose = f"((m >> {sb}) << {layout.time_shift}) | {fixed} | (m & {layout.max_sequence})"
     now_units = (
@@ -184,8 +222,10 @@ BEGIN
         current := NULL;  -- a role that may not read it: no failover detection (docs)
     END;
     IF current IS NOT NULL AND current <> (SELECT last_value FROM {incarnation_seq}) THEN
-        PERFORM pg_advisory_lock({PG_LOCK_KEY});
         BEGIN
+            -- The one wait on the lock, once per session and only after a new incarnation:
+            -- a catch-up holds it for microseconds.
+            PERFORM pg_advisory_lock({PG_LOCK_KEY});
             IF current <> (SELECT last_value FROM {incarnation_seq}) THEN
                 SELECT last_value INTO b FROM {base};
                 SELECT last_value INTO n FROM {counter};
@@ -195,12 +235,14 @@ BEGIN
                 PERFORM setval('{literal[anchor]}', f);
                 PERFORM setval('{literal[incarnation_seq]}', current);
             END IF;
-        EXCEPTION WHEN OTHERS THEN
             PERFORM pg_advisory_unlock({PG_LOCK_KEY});
-            RAISE;
+{indent(RELEASE, " " * 8)}
         END;
-        PERFORM pg_advisory_unlock({PG_LOCK_KEY});
     END IF;
+    -- A cache of this server session's own check, not of a client's: a server session never
+    -- sees a new incarnation (on a standby the check fails before this line, and a restore
+    -- starts new sessions), so whichever client of a pooled connection finds it set may skip
+    -- the check. Losing it (DISCARD ALL, a rollback) costs one check more.
     PERFORM set_config('django_snowflake.incarnation', 'seen', false);
 END
 $snowflake$""",
@@ -212,6 +254,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE {pinned} AS $snowflake$
 -- those after it; base only grows, moved under a lock nobody waits for.
 DECLARE
     b1 bigint; b2 bigint; n bigint; m bigint; t bigint; now_u bigint; a bigint;
+    caught boolean; waited_since bigint;
 BEGIN
     IF current_setting('django_snowflake.incarnation', true) IS DISTINCT FROM 'seen' THEN
         PERFORM {failover}();
@@ -230,25 +273,35 @@ BEGIN
         m := b1 + n;
         t := m >> {sb};
         now_u := {now_units};
-        IF t < now_u AND pg_try_advisory_lock({PG_LOCK_KEY}) THEN
-            -- Behind the wall clock: move base so the next value starts at now_u.
+        IF t < now_u - {slack} THEN
+            -- Behind the wall clock: move base so the next value starts at now_u, under a
+            -- lock taken without waiting and released in this block whatever happens.
+            caught := false;
             BEGIN
-                SELECT last_value INTO b1 FROM {base};
-                SELECT last_value INTO n FROM {counter};
-                IF b1 + n < (now_u << {sb}) THEN
-                    PERFORM setval('{literal[base]}', (now_u << {sb}) - n);
-                    -- The anchor moves every half lead, not at each catch-up: a write less
-                    -- per time unit, and a bound half a lead tighter after a step back.
-                    IF now_u > (SELECT last_value FROM {anchor}) + {lead // 2} THEN
-                        PERFORM setval('{literal[anchor]}', now_u);
+                IF pg_try_advisory_lock({PG_LOCK_KEY}) THEN
+                    SELECT last_value INTO b1 FROM {base};
+                    SELECT last_value INTO n FROM {counter};
+                    IF b1 + n < (now_u << {sb}) THEN
+                        PERFORM setval('{literal[base]}', (now_u << {sb}) - n);
+                        -- The anchor moves every half lead, not at each catch-up: a write
+                        -- less per time unit, and a bound half a lead tighter after a step back.
+                        IF now_u > (SELECT last_value FROM {anchor}) + {lead // 2} THEN
+                            PERFORM setval('{literal[anchor]}', now_u);
+                        END IF;
                     END IF;
+                    caught := pg_advisory_unlock({PG_LOCK_KEY});
                 END IF;
-            EXCEPTION WHEN OTHERS THEN
-                PERFORM pg_advisory_unlock({PG_LOCK_KEY});
-                RAISE;
+{indent(RELEASE, " " * 12)}
             END;
-            PERFORM pg_advisory_unlock({PG_LOCK_KEY});
-            CONTINUE;
+            CONTINUE WHEN caught;
+            -- Another session is catching up: further behind than lag, draw again after it,
+            -- without waiting on the lock. Only a lock held far longer than a catch-up (not
+            -- by one) lets such a value go out, after {wait} units.
+            waited_since := coalesce(waited_since, now_u);
+            IF t < now_u - {lag} AND now_u < waited_since + {wait} THEN
+                PERFORM pg_sleep(0.001);  -- pg_sleep waits whole milliseconds
+                CONTINUE;
+            END IF;
         END IF;
         IF t > now_u + {lead} THEN
             -- Ahead (a burst, a clock stepped back): at most lead units past the anchor.
