@@ -234,9 +234,6 @@ def test_raw_keyless_inserts_through_transaction_pooling_repeat_no_key(pooled: P
     assert rows == distinct == 8 * 100 * 22
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 25 item 3: the function's catch-up lock outlives a cancel"
-)
 def test_statements_cancelled_through_transaction_pooling_leave_no_lock_and_no_lag(
     pooled: Pooled,
 ) -> None:
