@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .private_server import free_port
+from .private_server import Servers, free_port
 
 #: As root, the servers run as ``mysql``: a root server's rsync state transfer starts an
 #: rsync daemon as root, which writes as ``nobody`` and cannot fill the joiner's directory.
@@ -141,18 +141,14 @@ class Node:
             self.process = None
 
 
-class Galera:
+class Galera(Servers):
     """Three nodes of one Galera cluster; ``nodes[0]`` bootstrapped it."""
 
     def __init__(self, size: int = 3) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="snowflake-galera-"))
         self.name = f"snowflake{os.getpid()}"
         self.nodes = [Node(self, number) for number in range(1, size + 1)]
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
+        self._start_or_close()
 
     def _start(self) -> None:
         for node in self.nodes:

@@ -106,3 +106,21 @@ class PrivateServer:
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Servers:
+    """Servers started together (a cluster, a primary and its standby): whatever a failed
+    start left running is closed before the error goes on."""
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _start_or_close(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import queue
 import subprocess
 import sys
@@ -83,3 +85,20 @@ def run_python(*args: str, cwd: Path, env: dict[str, str], timeout: float = 300)
         timeout=timeout,
     )
     return done.returncode, done.stdout + done.stderr
+
+
+def json_report(module: str, *args: str, cwd: Path, settings: str, **environ: str) -> Any:
+    """Run ``python -m module *args`` with ``settings`` as its Django settings module (and
+    ``environ`` added to this process's environment) to a successful end, and return the JSON
+    of its last line of output: how the tests read the report of a throwaway project."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": settings, **environ}
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import factory
 from django.db import models
+from django.utils import timezone
 from factory.django import DjangoModelFactory
 
+from django_snowflake.conf import get_layout
+from django_snowflake.models import WorkerNode
 from tests.testapp.models import Customer, Event, Order, OrderItem, Tag, Ticket
 
 
@@ -40,3 +45,20 @@ class OrderItemFactory(DjangoModelFactory):
 class TicketFactory(DjangoModelFactory):
     class Meta:
         model = Ticket
+
+
+class ExpiredSlotFactory(DjangoModelFactory):
+    """A ``WorkerNode`` row of another host whose lease ended an hour ago."""
+
+    class Meta:
+        model = WorkerNode
+
+    worker_id = factory.Sequence(lambda n: n)
+    host_name = "elsewhere"
+    process_id = 1
+    launched_at = factory.LazyFunction(lambda: timezone.now() - timedelta(hours=1))
+    heartbeat_at = factory.SelfAttribute("launched_at")
+    lease_expires_at = factory.SelfAttribute("launched_at")
+    last_timestamp = 0
+    layout = factory.LazyFunction(lambda: get_layout().fingerprint)
+    token = factory.LazyAttribute(lambda node: f"old{node.worker_id}")

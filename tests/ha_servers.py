@@ -27,12 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.private_server import PrivateServer, free_port
+from harness.private_server import PrivateServer, Servers, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-class Pair:
+class Pair(Servers):
     """A primary and an asynchronous standby of ``vendor``; the standby may be promoted."""
 
     def __init__(self, vendor: str) -> None:
@@ -40,11 +40,7 @@ class Pair:
         self.primary = PrivateServer(vendor)
         self.standby = PrivateServer(vendor, initialize=vendor == "mariadb")
         self.router: Router | None = None
-        try:
-            self._start()
-        except BaseException:
-            self.close()
-            raise
+        self._start_or_close()
 
     def _start(self) -> None:
         if self.vendor == "postgresql":

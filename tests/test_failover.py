@@ -32,6 +32,7 @@ from django_snowflake.layout import BitLayout
 from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
 from harness.processes import read_ids
+from tests.factories import ExpiredSlotFactory
 
 from .ha_servers import ROOT, Pair, migrate, start_process
 
@@ -50,20 +51,10 @@ def scenario(test: Callable[..., None]) -> Callable[..., None]:
 
 def old_row(worker_id: int, incarnation: str, layout: BitLayout, **fields: Any) -> WorkerNode:
     """A slot whose lease ended an hour ago, last written under ``incarnation``."""
-    long_ago = timezone.now() - timedelta(hours=1)
-    return WorkerNode.objects.create(
-        worker_id=worker_id,
-        host_name="elsewhere",
-        process_id=1,
-        launched_at=long_ago,
-        heartbeat_at=long_ago,
-        lease_expires_at=long_ago,
-        last_timestamp=0,
-        layout=layout.fingerprint,
-        token=f"old{worker_id}",
-        incarnation=incarnation,
-        **fields,
+    row: WorkerNode = ExpiredSlotFactory(
+        worker_id=worker_id, layout=layout.fingerprint, incarnation=incarnation, **fields
     )
+    return row
 
 
 @pytest.fixture

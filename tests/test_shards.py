@@ -4,15 +4,13 @@ from Django at once, on a real server (tests/shards_project.py, in a subprocess)
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
+
+from harness.processes import json_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,17 +20,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def run(scenario: str) -> dict[str, Any]:
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.shards_project"}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.shards_project", scenario],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result: dict[str, Any] = json_report(
+        "tests.shards_project", scenario, cwd=ROOT, settings="tests.shards_project"
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 

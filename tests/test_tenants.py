@@ -4,15 +4,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.db import connection
+
+from harness.processes import json_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,21 +24,12 @@ SLOT = [1022, 0]
 
 @pytest.fixture(scope="module", params=["shared", "both"])
 def seen(request: pytest.FixtureRequest) -> dict[str, Any]:
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "tests.tenants_project",
-        "SNOWFLAKE_TENANTS_LISTS": request.param,
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.tenants_project"],
+    result: dict[str, Any] = json_report(
+        "tests.tenants_project",
         cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        settings="tests.tenants_project",
+        SNOWFLAKE_TENANTS_LISTS=request.param,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
