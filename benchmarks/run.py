@@ -15,10 +15,12 @@ concurrency`` from a results file).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +126,6 @@ def main(argv: list[str] | None = None) -> None:
         results["servers"] = databases.server_facts(aliases)
         durations: dict[str, float] = {}
         results["section_seconds"] = durations
-        mark = time.perf_counter()
         RESULTS.mkdir(exist_ok=True)
         partial = RESULTS / f"partial{'-quick' if args.quick else ''}.json"
 
@@ -132,20 +133,10 @@ def main(argv: list[str] | None = None) -> None:
             # A long run that dies keeps what it measured.
             partial.write_text(json.dumps(results, indent=1))
 
-        if "generation" in sections:
-            results["generation"] = generation.run(
-                sizes["micro_rounds"], sizes["calls"], sizes["batches"]
-            )
-            durations["generation"], mark = time.perf_counter() - mark, time.perf_counter()
-            checkpoint()
-        if "construction" in sections:
-            results["construction"] = construction.run(sizes["micro_rounds"], sizes["instances"])
-            durations["construction"], mark = time.perf_counter() - mark, time.perf_counter()
-            checkpoint()
-        if "inserts" in sections:
-            results["inserts"] = {}
+        def measure_inserts() -> dict[str, Any]:
+            found: dict[str, Any] = results.setdefault("inserts", {})
             for alias in aliases:
-                results["inserts"][alias] = {
+                found[alias] = {
                     "bulk": inserts.run_loads(
                         alias,
                         "bulk",
@@ -164,38 +155,43 @@ def main(argv: list[str] | None = None) -> None:
                 }
                 checkpoint()
             if "postgresql" in aliases:
-                results["inserts"]["postgresql"]["bulk_preloaded"] = inserts.run_preloaded(
+                found["postgresql"]["bulk_preloaded"] = inserts.run_preloaded(
                     sizes["preloaded_runs"], sizes["preload_rows"], sizes["bulk_rows"]
                 )
-            durations["inserts"], mark = time.perf_counter() - mark, time.perf_counter()
-            checkpoint()
-        if "claims" in sections:
-            results["claims"] = claims.run(aliases, sizes["claim_runs"], tuple(sizes["herds"]))
-            durations["claims"], mark = time.perf_counter() - mark, time.perf_counter()
-            checkpoint()
-        if "bulk_load" in sections:
-            from . import bulk_load
+            return found
 
-            results["bulk_load"] = bulk_load.run(
+        def section(name: str) -> Any:
+            # bulk_load and concurrency are imported only when they run.
+            return importlib.import_module(f".{name}", __package__)
+
+        measures: dict[str, Callable[[], Any]] = {
+            "generation": lambda: generation.run(
+                sizes["micro_rounds"], sizes["calls"], sizes["batches"]
+            ),
+            "construction": lambda: construction.run(sizes["micro_rounds"], sizes["instances"]),
+            "inserts": measure_inserts,
+            "claims": lambda: claims.run(aliases, sizes["claim_runs"], tuple(sizes["herds"])),
+            "bulk_load": lambda: section("bulk_load").run(
                 aliases,
                 sizes["bulk_load_runs"],
                 sizes["bulk_load_rows"],
                 sizes["bulk_load_memory_rows"],
-            )
-            durations["bulk_load"], mark = time.perf_counter() - mark, time.perf_counter()
-            checkpoint()
-        if "concurrency" in sections:
-            from . import concurrency
-
-            results["concurrency"] = concurrency.run(
+            ),
+            "concurrency": lambda: section("concurrency").run(
                 aliases,
                 sizes["concurrency_rounds"],
                 sizes["concurrency_turns"],
                 sizes["concurrency_turn_seconds"],
                 sizes["concurrency_probe_rows"],
                 sizes["concurrency_probe_runs"],
-            )
-            durations["concurrency"] = time.perf_counter() - mark
+            ),
+        }
+        for name in SECTIONS:
+            if name in sections:
+                mark = time.perf_counter()
+                results[name] = measures[name]()
+                durations[name] = time.perf_counter() - mark
+                checkpoint()
     finally:
         from django_snowflake import runtime
 
