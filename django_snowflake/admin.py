@@ -23,11 +23,11 @@ from django.utils.translation import gettext_lazy as _
 
 from . import decode, min_id_for
 from .conf import get_layout
+from .database_keys import function_report
 from .database_slots import DATABASE_HOST, LEASE_END
 from .layout import MAX_BITS, BitLayout, ms_to_datetime
 from .models import WorkerNode
 from .slots import database_alias, function_in_words, reserved_for
-from .vendors import function_report
 
 if TYPE_CHECKING:
     from django_stubs_ext import StrOrPromise

@@ -35,13 +35,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connections, models
+from django.db import DatabaseError, connections, models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 
 from .database_slots import database_label
-from .vendors import SERVERS, galera, installed_comment, own_sql, postgresql, sqlite
+from .vendors import (
+    SERVERS,
+    function_slot,
+    galera,
+    installed_comment,
+    own_sql,
+    postgresql,
+    sqlite,
+)
 from .vendors.base import FUNCTION, is_database_keyed
 
 # Set while the schema editor writes a column definition: only then does a Snowflake primary
@@ -107,6 +115,40 @@ def own_label(alias: str) -> str:
     connection = connections[alias]
     node = galera.node_name(connection) if connection.vendor == "mysql" else None
     return database_label(alias, node)
+
+
+def function_report(alias: str) -> dict[str, Any] | None:
+    """Database ``alias``'s function as seen from outside: ``where`` it lives (PostgreSQL: its
+    schema; Galera: the node; MariaDB: the database), its ``slot`` (``"W/D"``, ``None`` when it
+    refuses), and ``behind_ms``, how far the time of its last key is behind the server's clock
+    (negative: ahead, a burst's lead; ``None`` on MariaDB, whose clock is spread over sequences
+    of digits). ``installed`` is ``False`` before ``migrate``; ``error`` says why the database
+    could not be read. ``None`` for SQLite, whose function is the process's generator."""
+    from .conf import get_layout
+
+    connection = connections[alias]
+    if connection.vendor not in SERVERS:
+        return None
+    report: dict[str, Any] = {"database": alias, "installed": False, "where": None}
+    report.update(slot=None, behind_ms=None)
+    try:
+        exists, slot = function_slot(connection)
+        report["installed"] = exists
+        if connection.vendor == "postgresql":
+            report["where"] = f"schema {postgresql.schema()}"
+        else:
+            node = galera.node_name(connection)
+            name = connection.settings_dict["NAME"]
+            report["where"] = f"node {node}" if node else f"database {name}"
+        if exists and slot is not None:
+            report["slot"] = f"{slot[0]}/{slot[1]}"
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute(postgresql.clock_sql(get_layout()))
+                    report["behind_ms"] = int(cursor.fetchone()[0])
+    except DatabaseError as exc:
+        report["error"] = str(exc).strip()
+    return report
 
 
 def install_function(editor: BaseDatabaseSchemaEditor) -> None:

@@ -37,7 +37,7 @@ def reserved_for(alias: str) -> str:
 
 
 def function_in_words(report: dict[str, Any]) -> str:
-    """A database function's :func:`~django_snowflake.vendors.function_report`, in words."""
+    """A database function's :func:`~django_snowflake.database_keys.function_report`, in words."""
     if "error" in report:
         return gettext("cannot be read: %(error)s") % report
     if not report["installed"]:

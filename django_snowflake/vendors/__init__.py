@@ -11,9 +11,8 @@ Which insert takes which path is decided in :mod:`django_snowflake.database_keys
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..database_slots import lease_database_slot
@@ -78,38 +77,3 @@ def function_slot(connection: BaseDatabaseWrapper) -> tuple[bool, tuple[int, int
     if found is None or found.group(1) is None:
         return True, None
     return True, (int(found.group(1)), int(found.group(2)))
-
-
-def function_report(alias: str) -> dict[str, Any] | None:
-    """Database ``alias``'s function as seen from outside: ``where`` it lives (PostgreSQL: its
-    schema; Galera: the node; MariaDB: the database), its ``slot`` (``"W/D"``, ``None`` when it
-    refuses), and ``behind_ms``, how far the time of its last key is behind the server's clock
-    (negative: ahead, a burst's lead; ``None`` on MariaDB, whose clock is spread over sequences
-    of digits). ``installed`` is ``False`` before ``migrate``; ``error`` says why the database
-    could not be read. ``None`` for SQLite, whose function is the process's generator."""
-    from ..conf import get_layout
-    from . import galera
-
-    connection = connections[alias]
-    if connection.vendor not in SERVERS:
-        return None
-    report: dict[str, Any] = {"database": alias, "installed": False, "where": None}
-    report.update(slot=None, behind_ms=None)
-    try:
-        exists, slot = function_slot(connection)
-        report["installed"] = exists
-        if connection.vendor == "postgresql":
-            report["where"] = f"schema {postgresql.schema()}"
-        else:
-            node = galera.node_name(connection)
-            name = connection.settings_dict["NAME"]
-            report["where"] = f"node {node}" if node else f"database {name}"
-        if exists and slot is not None:
-            report["slot"] = f"{slot[0]}/{slot[1]}"
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(postgresql.clock_sql(get_layout()))
-                    report["behind_ms"] = int(cursor.fetchone()[0])
-    except DatabaseError as exc:
-        report["error"] = str(exc).strip()
-    return report

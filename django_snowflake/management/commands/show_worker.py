@@ -15,10 +15,10 @@ from django.utils.translation import gettext_lazy as _
 
 from ... import get_generator
 from ...conf import get_settings
+from ...database_keys import function_report
 from ...exceptions import SnowflakeError
 from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
 from ...slots import database_alias, function_in_words, reserved_for
-from ...vendors import function_report
 
 # The report's lines, for people; ``--json`` keeps the keys.
 LABELS = {
