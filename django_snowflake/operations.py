@@ -25,6 +25,20 @@ class _DatabaseOperation(Operation):
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
 
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: Any,
+        to_state: Any,
+    ) -> None:
+        self.apply(schema_editor, to_state)
+
+    def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
+        """Do the operation's work on ``schema_editor``'s database, ``state`` being the
+        migration state after it."""
+        raise NotImplementedError
+
     def database_backwards(self, *args: Any) -> None:
         pass
 
@@ -33,13 +47,7 @@ class InstallDatabaseFunction(_DatabaseOperation):
     """Create ``django_snowflake_id()`` (and its sequences) for the project's layout, under
     the slot leased for this database."""
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: Any,
-        to_state: Any,
-    ) -> None:
+    def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
         install_function(schema_editor)
 
     def describe(self) -> str:
@@ -54,21 +62,15 @@ class AddDatabaseDefaults(_DatabaseOperation):
     Tables created later get it from the schema editor. Idempotent.
     """
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: Any,
-        to_state: Any,
-    ) -> None:
+    def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
         connection = schema_editor.connection
         tables = set(connection.introspection.table_names())
         # The migration state, not the models: with the switch turned on, a model whose
         # migrations made an AutoField column reports a SnowflakeAutoField at run time.
-        for model in to_state.apps.get_models(include_auto_created=True):
+        for model in state.apps.get_models(include_auto_created=True):
             pk = model._meta.pk
             if (
-                model._meta.app_label not in to_state.real_apps  # made just now, as they are
+                model._meta.app_label not in state.real_apps  # made just now, as they are
                 and is_database_keyed(pk)
                 and model._meta.db_table in tables
                 and router.allow_migrate_model(connection.alias, model)
