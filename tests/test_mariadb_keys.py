@@ -1,0 +1,221 @@
+"""MariaDB's keys from a column default over one sequence (issue 26), on the real server.
+
+Raw connections insert into a keyed table that leaves the key out: unique and increasing per
+connection under 32 connections, no trigger on the table, a lag behind the clock of the time
+since the sequence last moved, brought back within a second by a real process's heartbeat;
+the switch to the trigger path and back with ``migrate``. Skipped unless
+``SNOWFLAKE_TEST_DB=mariadb``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import override_settings
+
+import django_snowflake
+from django_snowflake.conf import get_layout
+from django_snowflake.database_keys import move_database_clocks
+from django_snowflake.vendors import installed_comment
+from django_snowflake.vendors.mysql import KEY_SEQUENCE, installed_keys
+from tests.testapp.models import Customer
+
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("SNOWFLAKE_TEST_DB") != "mariadb", reason="MariaDB's column default"
+    ),
+    pytest.mark.skipif(
+        settings.SNOWFLAKE.get("MARIADB_KEYS") == "trigger", reason="the column-default path"
+    ),
+    pytest.mark.django_db(transaction=True),
+]
+
+TABLE = Customer._meta.db_table
+CONNECTIONS = 32
+ROWS = 60
+
+
+def driver() -> Any:
+    """A bare driver connection to the test database, in autocommit: another service."""
+    import MySQLdb
+
+    conf = connection.settings_dict
+    return MySQLdb.connect(
+        host=conf["HOST"] or "127.0.0.1",
+        port=int(conf["PORT"] or 3306),
+        user=conf["USER"],
+        password=conf["PASSWORD"],
+        database=conf["NAME"],
+        autocommit=True,
+    )
+
+
+def raw_insert(db: Any, name: str) -> None:
+    with db.cursor() as cursor:
+        cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES (%s)", [name])
+
+
+def key_of(name: str) -> int:
+    return int(Customer.objects.get(name=name).pk)
+
+
+def lag_ms(key: int, at: datetime) -> float:
+    return (at - django_snowflake.decode(key).timestamp).total_seconds() * 1000
+
+
+def test_a_keyed_table_has_no_trigger_and_defaults_to_the_sequence() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.triggers WHERE trigger_schema = DATABASE()"
+        )
+        assert cursor.fetchone()[0] == 0
+        cursor.execute(
+            "SELECT column_default FROM information_schema.columns WHERE table_schema = "
+            "DATABASE() AND table_name = %s AND column_name = 'id'",
+            [TABLE],
+        )
+        assert KEY_SEQUENCE in cursor.fetchone()[0]
+    assert installed_keys(installed_comment(connection)) == "default"
+
+
+def test_32_connections_of_raw_inserts_share_no_key() -> None:
+    dbs = [driver() for _ in range(CONNECTIONS)]
+    gun = threading.Barrier(CONNECTIONS)
+
+    def work(number: int) -> None:
+        gun.wait()
+        for row in range(ROWS):
+            raw_insert(dbs[number], f"{number}-{row}")
+
+    with ThreadPoolExecutor(CONNECTIONS) as pool:
+        list(pool.map(work, range(CONNECTIONS)))
+    for db in dbs:
+        db.close()
+    rows = dict(Customer.objects.values_list("name", "pk"))
+    assert len(rows) == CONNECTIONS * ROWS
+    assert len(set(rows.values())) == CONNECTIONS * ROWS  # 0 duplicates
+    slot = django_snowflake.decode(next(iter(rows.values()))).worker_id
+    for number in range(CONNECTIONS):
+        keys = [rows[f"{number}-{row}"] for row in range(ROWS)]
+        assert keys == sorted(keys)  # increasing per connection
+        assert {django_snowflake.decode(key).worker_id for key in keys} == {slot}
+
+
+def test_a_multi_row_insert_draws_a_key_per_row() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO `{TABLE}` (name) SELECT seq FROM seq_1_to_5000")
+    keys = sorted(Customer.objects.values_list("pk", flat=True))
+    assert len(set(keys)) == 5000
+    # The sequence carried from the last sequence number of a time unit into the next.
+    assert len({django_snowflake.decode(key).timestamp for key in keys}) >= 2
+
+
+#: The process of the heartbeat test: claims a worker slot, then beats until stdin closes.
+HEARTBEAT_PROCESS = """
+import os, sys
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+import django
+django.setup()
+import django_snowflake
+django_snowflake.generate()
+print("claimed", flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def process() -> Iterator[subprocess.Popen[str]]:
+    """A real process of the project holding a worker lease (its heartbeat moves the key
+    sequence each second), until the test ends."""
+    environment = {
+        **os.environ,
+        "SNOWFLAKE_TEST_DB_NAME": connection.settings_dict["NAME"],
+        "SNOWFLAKE_TEST_SETTINGS": json.dumps(
+            {**settings.SNOWFLAKE, "WORKER_ALLOCATOR": "database"}
+        ),
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", HEARTBEAT_PROCESS],
+        env=environment,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "claimed"
+    yield child
+    child.communicate("", timeout=30)
+
+
+def test_the_lag_is_the_time_since_the_last_move() -> None:
+    db = driver()
+    try:
+        move_database_clocks()  # what a heartbeat does: the sequence is at the clock
+        moved = datetime.now(UTC)
+        time.sleep(8)  # idle: nothing moves the sequence
+        stop = time.monotonic() + 2
+        count = 0
+        while time.monotonic() < stop:
+            raw_insert(db, f"burst-{count}")
+            count += 1
+        at = datetime.now(UTC)
+        last = key_of(f"burst-{count - 1}")
+        # Keys count up from the last move: the lag is the time since it, less what the
+        # inserts counted up (a time unit per 4096 keys), never more.
+        since_ms = (at - moved).total_seconds() * 1000
+        counted_ms = count / (get_layout().max_sequence + 1) * get_layout().time_unit_ms
+        assert since_ms - counted_ms - 300 <= lag_ms(last, at) <= since_ms + 50
+        assert lag_ms(last, at) > 9000
+    finally:
+        db.close()
+
+
+def test_a_process_heartbeat_brings_the_lag_back_within_a_second(
+    process: subprocess.Popen[str],
+) -> None:
+    db = driver()
+    try:
+        time.sleep(1.2)  # a beat at most a second after the claim
+        raw_insert(db, "after-a-beat")
+        at = datetime.now(UTC)
+        assert lag_ms(key_of("after-a-beat"), at) < 1100
+        time.sleep(3)
+        raw_insert(db, "three-seconds-on")
+        at = datetime.now(UTC)
+        assert lag_ms(key_of("three-seconds-on"), at) < 1100
+    finally:
+        db.close()
+
+
+def test_the_setting_switches_with_migrate_and_back() -> None:
+    raw_insert_cursor = connection.cursor()
+    raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('default-1')")
+    with override_settings(SNOWFLAKE={**settings.SNOWFLAKE, "MARIADB_KEYS": "trigger"}):
+        call_command("migrate", verbosity=0)
+        assert installed_keys(installed_comment(connection)) == "trigger"
+        raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('trigger-1')")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT COUNT(*) FROM information_schema.triggers "
+                "WHERE trigger_schema = DATABASE() AND event_object_table = %s",
+                [TABLE],
+            )
+            assert cursor.fetchone()[0] == 1
+    call_command("migrate", verbosity=0)
+    assert installed_keys(installed_comment(connection)) == "default"
+    raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('default-2')")
+    raw_insert_cursor.close()
+    keys = [key_of(name) for name in ("default-1", "trigger-1", "default-2")]
+    assert keys == sorted(keys) and len(set(keys)) == 3  # each switch starts above the other
