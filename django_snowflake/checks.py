@@ -80,7 +80,27 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     layout = _check_layout(values, messages)
     _check_policy(values, layout, messages)
     _check_allocator(values, layout, messages)
+    _check_mariadb_keys(values, messages)
     return messages
+
+
+def _check_mariadb_keys(values: Mapping[str, Any], messages: list[CheckMessage]) -> None:
+    from .vendors.mysql import KEYS
+
+    if values["MARIADB_KEYS"] not in KEYS:
+        messages.append(
+            _error(
+                "E054",
+                _("MARIADB_KEYS must be one of %(choices)s, not %(value)s."),
+                _(
+                    'Use "default" (the column default over one sequence: the speed of '
+                    'AUTO_INCREMENT) or "trigger" (the strict path: the failover skip inside '
+                    "every INSERT, at a cost to every INSERT into a keyed table)."
+                ),
+                choices=_join(KEYS),
+                value=repr(values["MARIADB_KEYS"]),
+            )
+        )
 
 
 def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> BitLayout | None:
@@ -899,11 +919,41 @@ def _narrow_column(model: type[Model], name: str, column: Any, example: type[Mod
     )
 
 
+def _keys_switch(alias: str) -> CheckMessage | None:
+    """W054: a MariaDB database on another path than ``SNOWFLAKE["MARIADB_KEYS"]`` names."""
+    from django.db import connections
+
+    from .database_keys import keys_path
+    from .vendors import installed_comment, mysql
+
+    connection = connections[alias]
+    if connection.vendor != "mysql" or conf.get_settings()["MARIADB_KEYS"] not in mysql.KEYS:
+        return None
+    installed, wanted = mysql.installed_keys(installed_comment(connection)), keys_path(connection)
+    if installed in (None, wanted):
+        return None
+    return _warning(
+        "W054",
+        _(
+            "The keys of database %(alias)s come from the %(installed)s path, but "
+            'SNOWFLAKE["MARIADB_KEYS"] names the %(wanted)s path.'
+        ),
+        _(
+            "Run: python manage.py migrate --database=%(alias)s, which switches the function "
+            "and every keyed column's default and trigger."
+        ),
+        alias=alias,
+        installed=installed,
+        wanted=wanted,
+    )
+
+
 def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """W050, W051: a database whose Snowflake function has no slot of its own, or one it does
-    not hold in the coordination database (a copy of another database's function).
+    not hold in the coordination database (a copy of another database's function); W054: a
+    MariaDB database on another path than ``SNOWFLAKE["MARIADB_KEYS"]``.
 
     Warnings, not errors: ``migrate`` runs the database checks and stops at an error, and
     ``migrate`` of that database is what gives its function a slot of its own.
@@ -930,6 +980,12 @@ def check_database_functions(
             continue  # not reachable or not migrated: nothing to judge
         if not exists:
             continue
+        try:
+            switch = _keys_switch(alias)
+        except DatabaseError:
+            switch = None
+        if switch is not None:
+            messages.append(switch)
         if slot is None:
             messages.append(
                 _warning(

@@ -27,6 +27,7 @@ from django.db import connection
 from django.test.utils import override_settings
 
 import django_snowflake
+from django_snowflake.checks import check_database_functions
 from django_snowflake.conf import get_layout
 from django_snowflake.database_keys import move_database_clocks
 from django_snowflake.vendors import installed_comment
@@ -130,6 +131,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
 import django
 django.setup()
 import django_snowflake
+from django_snowflake.checks import check_database_functions
 django_snowflake.generate()
 print("claimed", flush=True)
 sys.stdin.read()
@@ -213,8 +215,14 @@ def test_the_setting_switches_with_migrate_and_back() -> None:
                 [TABLE],
             )
             assert cursor.fetchone()[0] == 1
+        assert [m.id for m in check_database_functions(databases=["default"])] == []
+    # The setting changed back: the database is still on the trigger path until migrate.
+    assert [m.id for m in check_database_functions(databases=["default"])] == [
+        "django_snowflake.W054"
+    ]
     call_command("migrate", verbosity=0)
     assert installed_keys(installed_comment(connection)) == "default"
+    assert check_database_functions(databases=["default"]) == []
     raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('default-2')")
     raw_insert_cursor.close()
     keys = [key_of(name) for name in ("default-1", "trigger-1", "default-2")]
