@@ -31,6 +31,7 @@ import django_snowflake
 from django_snowflake.checks import check_database_functions
 from django_snowflake.conf import get_layout
 from django_snowflake.database_keys import move_database_clocks
+from django_snowflake.database_slots import lease_database_slot
 from django_snowflake.vendors import installed_comment
 from django_snowflake.vendors.mysql import (
     CLOCK_TABLE,
@@ -115,7 +116,7 @@ def test_32_connections_of_raw_inserts_share_no_key() -> None:
     rows = dict(Customer.objects.values_list("name", "pk"))
     assert len(rows) == CONNECTIONS * ROWS
     assert len(set(rows.values())) == CONNECTIONS * ROWS  # 0 duplicates
-    slot = django_snowflake.decode(next(iter(rows.values()))).worker_id
+    slot = lease_database_slot("default", get_layout())[0]  # type: ignore[index]
     for number in range(CONNECTIONS):
         keys = [rows[f"{number}-{row}"] for row in range(ROWS)]
         assert keys == sorted(keys)  # increasing per connection
@@ -143,6 +144,24 @@ django_snowflake.generate()
 print("claimed", flush=True)
 sys.stdin.read()
 """
+
+
+def test_next_value_written_twice_draws_twice_and_previous_value_is_the_sessions_last() -> None:
+    """Why the expression reads its draw back with PREVIOUS VALUE FOR: a second NEXT VALUE FOR
+    would draw again (the two halves of a key from two draws); PREVIOUS VALUE FOR is the
+    session's own last draw, whatever other sessions drew since."""
+    other = driver()
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT NEXT VALUE FOR {KEY_SEQUENCE}, NEXT VALUE FOR {KEY_SEQUENCE}")
+            first, second = cursor.fetchone()
+            assert second == first + 1
+            with other.cursor() as theirs:
+                theirs.execute(f"SELECT NEXT VALUE FOR {KEY_SEQUENCE}")
+            cursor.execute(f"SELECT PREVIOUS VALUE FOR {KEY_SEQUENCE}")
+            assert cursor.fetchone()[0] == second
+    finally:
+        other.close()
 
 
 @pytest.fixture
