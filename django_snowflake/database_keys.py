@@ -331,19 +331,21 @@ def install_connection_hooks() -> None:
         prepare_connection(connection)
 
 
-def move_database_clocks() -> None:
+def move_database_clocks() -> bool:
     """Move the key sequence of every MariaDB database on the column-default path forward
     with the clock, or past what an old primary may have issued after a failover
     (:func:`.vendors.mysql.move_clock`): each process's heartbeat calls it once a second.
 
-    A database that is away or not migrated is left for the next second; each is reached on
-    this thread's own connection, closed afterwards."""
+    Returns whether a database could not be reached (the heartbeat then tries again sooner:
+    after a failover, raw INSERTs on the new primary wait for this move). Each database is
+    reached on this thread's own connection, closed afterwards."""
     from django.db import DatabaseError
 
     from .conf import get_layout
     from .vendors.base import hold_units, lead_units
 
     layout = get_layout()
+    failed = False
     for connection in connections.all(initialized_only=False):
         if connection.vendor != "mysql":
             continue
@@ -353,6 +355,7 @@ def move_database_clocks() -> None:
                     cursor, layout, lead_units=lead_units(layout), hold_units=hold_units(layout)
                 )
         except DatabaseError:
-            pass
+            failed = True
         finally:
             connection.close()
+    return failed

@@ -69,8 +69,11 @@ CLAIM_SECONDS = 10
 #: many times a renewal that meets one runs again.
 DEADLOCK = 1213
 CONFLICT_ATTEMPTS = 3
-#: Seconds between two moves of MariaDB's key sequences by a process's heartbeat.
+#: Seconds between two moves of MariaDB's key sequences by a process's heartbeat, and after
+#: a move that could not reach a database (a failover: the new primary's raw INSERTs
+#: repeat the old primary's lost keys until the first move there).
 CLOCK_SECONDS = 1.0
+CLOCK_RETRY_SECONDS = 0.1
 
 
 #: Seconds since 1970 by the database server's clock. As numbers, not datetimes: SQLite's
@@ -903,11 +906,12 @@ class DatabaseAllocator(BaseAllocator):
         # MariaDB's key sequences follow the clock by these beats (database_keys), once a
         # second; the lease is renewed when due.
         clocks = any(connection.vendor == "mysql" for connection in connections.all())
+        tick = CLOCK_SECONDS
         while not self._stop.wait(
-            min(CLOCK_SECONDS, due - time.monotonic()) if clocks else due - time.monotonic()
+            min(tick, due - time.monotonic()) if clocks else due - time.monotonic()
         ):
             if clocks:
-                _move_clocks()
+                tick = CLOCK_RETRY_SECONDS if _move_clocks() else CLOCK_SECONDS
             if time.monotonic() < due:
                 continue
             generator = self._generator() if self._generator is not None else None
@@ -941,16 +945,18 @@ class DatabaseAllocator(BaseAllocator):
             generator.extend(lease, limit)
 
 
-def _move_clocks() -> None:
+def _move_clocks() -> bool:
     """Move MariaDB's key sequences (:func:`~django_snowflake.database_keys.move_database_clocks`);
-    a test runner's refusal of database access leaves them to the next beat."""
+    whether a database could not be reached. A test runner's refusal of database access
+    leaves them to the next beat."""
     from ..database_keys import move_database_clocks
 
     try:
-        move_database_clocks()
+        return move_database_clocks()
     except RuntimeError as exc:
         if not _blocked(exc):
             raise
+        return False
 
 
 def _blocked(error: RuntimeError) -> bool:

@@ -673,14 +673,17 @@ def move_clock(cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: i
     failover, a restore), past anything the old primary may have issued:
     ``max(now, replayed value) + hold + 2 * lead`` units, under a lock so that one session
     skips while the others wait for it. Returns ``"moved"``, ``"skipped"`` or ``""`` (the
-    database is on the trigger path: no clock table)."""
+    database is on the trigger path, no clock table, or read-only, a replica)."""
     unit = 1 << layout.sequence_bits
     now = now_units_sql(layout)
+    # A read-only server is a replica (an alias for reads): its sequence follows the
+    # primary's, and a skip there would diverge from it.
     cursor.execute(
-        f"SELECT TABLE_NAME FROM information_schema.TABLES "
-        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{CLOCK_TABLE}'"
+        "SELECT @@read_only, EXISTS (SELECT 1 FROM information_schema.TABLES "
+        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{CLOCK_TABLE}')"
     )
-    if cursor.fetchone() is None:
+    read_only, on_default_path = cursor.fetchone()
+    if read_only or not on_default_path:
         return ""
     cursor.execute(
         f"SELECT incarnation = {MYSQL_INCARNATION_SQL}, {now} * {unit} - 1 "
