@@ -26,6 +26,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import override_settings
 
 import django_snowflake
@@ -256,6 +257,19 @@ def test_the_setting_switches_with_migrate_and_back() -> None:
     raw_insert_cursor.close()
     keys = [key_of(name) for name in ("default-1", "trigger-1", "default-2")]
     assert keys == sorted(keys) and len(set(keys)) == 3  # each switch starts above the other
+
+
+def test_migration_0006_moves_a_trigger_installation_to_the_column_default() -> None:
+    """An installation of the version before (the trigger on every keyed table) gets the
+    column default from the migration itself, before any post_migrate."""
+    with override_settings(SNOWFLAKE={**settings.SNOWFLAKE, "MARIADB_KEYS": "trigger"}):
+        call_command("migrate", verbosity=0)  # the version before's state: triggers
+        call_command("migrate", "django_snowflake", "0004", verbosity=0)
+    assert installed_keys(installed_comment(connection)) == "trigger"
+    executor = MigrationExecutor(connection)
+    executor.migrate([("django_snowflake", "0006_mariadb_key_default")])  # no post_migrate
+    assert installed_keys(installed_comment(connection)) == "default"
+    test_a_keyed_table_has_no_trigger_and_defaults_to_the_sequence()
 
 
 def returning_keys(connection: Any) -> list[int]:
