@@ -81,6 +81,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     _check_policy(values, layout, messages)
     _check_allocator(values, layout, messages)
     _check_function_schema(values, messages)
+    _check_mariadb_keys(values, messages)
     return messages
 
 
@@ -112,6 +113,25 @@ def _check_function_schema(values: Mapping[str, Any], messages: list[CheckMessag
             value=name,
         )
     )
+
+
+def _check_mariadb_keys(values: Mapping[str, Any], messages: list[CheckMessage]) -> None:
+    from .vendors.mysql import KEYS
+
+    if values["MARIADB_KEYS"] not in KEYS:
+        messages.append(
+            _error(
+                "E054",
+                _("MARIADB_KEYS must be one of %(choices)s, not %(value)s."),
+                _(
+                    'Use "default" (the column default over one sequence: the speed of '
+                    'AUTO_INCREMENT) or "trigger" (the strict path: the failover skip inside '
+                    "every INSERT, at a cost to every INSERT into a keyed table)."
+                ),
+                choices=_join(KEYS),
+                value=repr(values["MARIADB_KEYS"]),
+            )
+        )
 
 
 def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> BitLayout | None:
@@ -984,6 +1004,35 @@ def _check_copies(alias: str) -> list[CheckMessage]:
     return messages
 
 
+def _keys_switch(alias: str) -> CheckMessage | None:
+    """W054: a MariaDB database on another path than ``SNOWFLAKE["MARIADB_KEYS"]`` names."""
+    from django.db import connections
+
+    from .database_keys import keys_path
+    from .vendors import installed_comment, mysql
+
+    connection = connections[alias]
+    if connection.vendor != "mysql" or conf.get_settings()["MARIADB_KEYS"] not in mysql.KEYS:
+        return None
+    installed, wanted = mysql.installed_keys(installed_comment(connection)), keys_path(connection)
+    if installed in (None, wanted):
+        return None
+    return _warning(
+        "W054",
+        _(
+            "The keys of database %(alias)s come from the %(installed)s path, but "
+            'SNOWFLAKE["MARIADB_KEYS"] names the %(wanted)s path.'
+        ),
+        _(
+            "Run: python manage.py migrate --database=%(alias)s, which switches the function "
+            "and every keyed column's default and trigger."
+        ),
+        alias=alias,
+        installed=installed,
+        wanted=wanted,
+    )
+
+
 def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
@@ -991,6 +1040,7 @@ def check_database_functions(
     it does not hold in the coordination database (a copy of another database's function), or
     a Galera node of it whose function is not its own.
     W052, W053: a PostgreSQL database with more than one function, or an unpinned one.
+    W054: a MariaDB database on another path than ``SNOWFLAKE["MARIADB_KEYS"]``.
 
     Warnings, not errors: ``migrate`` runs the database checks and stops at an error, and
     ``migrate`` of that database is what gives its function a slot of its own.
@@ -1040,6 +1090,12 @@ def check_database_functions(
                 )
             )
             continue
+        try:
+            switch = _keys_switch(alias)
+        except DatabaseError:
+            switch = None
+        if switch is not None:
+            messages.append(switch)
         if slot is None:
             messages.append(
                 _warning(

@@ -41,6 +41,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "PROCESS_LABEL": "",
         "CLAIM_ON_READY": False,
         "FUNCTION_SCHEMA": "public",
+        "MARIADB_KEYS": "default",
     }
 )
 

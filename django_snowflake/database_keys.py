@@ -9,9 +9,12 @@ Where a key is made is decided here, for every database (docs/architecture.rst):
   space come with the process's lease.
 - An INSERT that leaves the key out (raw SQL, another service, a ``RunSQL`` data migration, the
   auto-created many-to-many tables of apps that pin ``AutoField``, whose tables the migration
-  state builds with the project's ``DEFAULT_AUTO_FIELD``) gets one from the database's
-  ``django_snowflake_id()``: the column's ``DEFAULT`` on PostgreSQL and SQLite, a ``BEFORE
-  INSERT`` trigger on MariaDB/MySQL (a stored function may not be a column default there).
+  state builds with the project's ``DEFAULT_AUTO_FIELD``) gets one from the database: the
+  column's ``DEFAULT``, ``django_snowflake_id()`` on PostgreSQL and SQLite; on MariaDB/MySQL
+  an expression over one sequence of the database, which the processes' heartbeats move with
+  the clock (a stored function may not be a column default there, and a trigger would tax
+  every INSERT, Django's own too), or, with ``SNOWFLAKE["MARIADB_KEYS"] = "trigger"`` and on
+  Galera nodes, a ``BEFORE INSERT`` trigger calling the function (:mod:`.vendors.mysql`).
 
 The function of each server database issues under **a slot of its own**
 (:mod:`django_snowflake.database_slots`). The slot is written into the function, so it reads
@@ -31,7 +34,7 @@ operations are in :mod:`django_snowflake.operations`.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -40,12 +43,13 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 
-from .database_slots import database_label
+from .database_slots import database_label, lease_database_slot
 from .vendors import (
     SERVERS,
     function_slot,
     galera,
     installed_comment,
+    mysql,
     own_sql,
     postgresql,
     sqlite,
@@ -59,9 +63,36 @@ _writing_columns: contextvars.ContextVar[str | None] = contextvars.ContextVar(
 )
 
 
+# What a MariaDB key column defaults to while its editor writes it (see key_default()): asked
+# only when a keyed column is written, so that an editor that writes none leases no slot.
+_mysql_key_default: contextvars.ContextVar[Callable[[], str]] = contextvars.ContextVar(
+    "django_snowflake_mysql_key_default", default=lambda: "0"
+)
+
+
 def column_default_vendor() -> str | None:
     """The vendor whose schema editor is writing column definitions now, else ``None``."""
     return _writing_columns.get()
+
+
+def keys_path(connection: BaseDatabaseWrapper) -> str:
+    """Which path an INSERT that leaves the key out takes on MariaDB database ``connection``:
+    ``"default"``, the column's default over the key sequence, or ``"trigger"``, the strict
+    path (``SNOWFLAKE["MARIADB_KEYS"]``; always on a Galera node, whose function is its own)."""
+    if galera.node_name(connection) is not None:
+        return mysql.KEYS_TRIGGER
+    return mysql.keys()
+
+
+def key_default(connection: BaseDatabaseWrapper) -> str:
+    """The ``DEFAULT`` of a keyed column on MariaDB database ``connection``: the key expression
+    under its slot (leased in the coordination database), or 0 on the trigger path."""
+    from .conf import get_layout
+
+    if keys_path(connection) == mysql.KEYS_TRIGGER:
+        return "0"
+    layout = get_layout()
+    return mysql.key_expression(layout, lease_database_slot(connection.alias, layout))
 
 
 class DatabaseSnowflake(models.Func):
@@ -80,10 +111,11 @@ class DatabaseSnowflake(models.Func):
         return f"{postgresql.qualified(FUNCTION)}()", []
 
     def as_mysql(self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
-        # MariaDB refuses a stored function as a DEFAULT: the column defaults to 0 and the
-        # table's trigger replaces a 0 or NULL key. Without a DEFAULT, INSERT ... SELECT
-        # that leaves the key out fails before the trigger runs.
-        return "0", []
+        # MariaDB refuses a stored function as a DEFAULT: the key expression over the
+        # database's sequence, or (the trigger path) 0, which the table's trigger replaces,
+        # as a NULL key. Without a DEFAULT, INSERT ... SELECT that leaves the key out fails
+        # before the trigger runs.
+        return _mysql_key_default.get()(), []
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DatabaseSnowflake)
@@ -162,19 +194,60 @@ def install_function(editor: BaseDatabaseSchemaEditor) -> None:
             editor.execute(statement, params=None)
 
 
+def switch_keys(editor: BaseDatabaseSchemaEditor) -> None:
+    """Put MariaDB database ``editor.connection`` on the path :func:`keys_path` names: the
+    function and every keyed column's default and trigger, under the database's slot.
+
+    Found through the catalog (columns defaulting to our sequences, tables with our trigger),
+    so that it serves ``post_migrate`` too, when the setting changed. The order keeps one
+    sequence issuing at a time: towards the column default, the function first (the triggers
+    that remain until their table is done call it, and it draws the key sequence); towards
+    the trigger, the tables first (their triggers call the function, still over the key
+    sequence), then the function, started above that sequence.
+    """
+    connection = editor.connection
+    with connection.cursor() as cursor:
+        cursor.execute(mysql.KEYED_COLUMNS_SQL, mysql.KEYED_COLUMNS_PARAMS)
+        columns = mysql.keyed_columns(cursor.fetchall())
+    options = editor._snowflake_key_options()  # type: ignore[attr-defined]
+
+    def tables() -> None:
+        for table, column in columns:
+            for statement in mysql.key_default_sql(editor.quote_name, table, column, **options):
+                editor.execute(statement, params=None)
+
+    if options["default"] == "0":
+        tables()
+        install_function(editor)
+    else:
+        install_function(editor)
+        tables()
+
+
 class SnowflakeSchemaEditorMixin:
     """Writes the function, the column defaults and (MariaDB) the triggers of Snowflake
     primary keys, in ``migrate`` and ``sqlmigrate`` alike."""
 
     connection: BaseDatabaseWrapper
     _snowflake_installed = False
+    _snowflake_key_default: str | None = None
+
+    def _snowflake_key_options(self) -> dict[str, str]:
+        """What the vendor's key SQL needs besides the table: MariaDB's column default."""
+        if self.connection.vendor != "mysql":
+            return {}
+        if self._snowflake_key_default is None:
+            self._snowflake_key_default = key_default(self.connection)
+        return {"default": self._snowflake_key_default}
 
     @contextmanager
     def _snowflake_columns(self) -> Iterator[None]:
         token = _writing_columns.set(self.connection.vendor)
+        default = _mysql_key_default.set(lambda: self._snowflake_key_options().get("default", "0"))
         try:
             yield
         finally:
+            _mysql_key_default.reset(default)
             _writing_columns.reset(token)
 
     def _snowflake_install(self, *fields: Any) -> None:
@@ -195,7 +268,8 @@ class SnowflakeSchemaEditorMixin:
             return
         self._snowflake_install(pk)
         vendor = SERVERS[self.connection.vendor]
-        for statement in vendor.key_default_sql(self.quote_name, table, column):  # type: ignore[attr-defined]
+        options = self._snowflake_key_options()
+        for statement in vendor.key_default_sql(self.quote_name, table, column, **options):  # type: ignore[attr-defined]
             self.execute(statement)  # type: ignore[attr-defined]
 
     def _snowflake_plain_bigint(self, table: str, column: str) -> bool:
@@ -213,13 +287,14 @@ class SnowflakeSchemaEditorMixin:
 
     def _snowflake_trigger(self, model: Any, old: Any, new: Any) -> None:
         vendor = SERVERS.get(self.connection.vendor)
-        if vendor is None:
+        if vendor is None or not (is_database_keyed(old) or is_database_keyed(new)):
             return
         statements = vendor.key_changed_sql(
             self.quote_name,  # type: ignore[attr-defined]
             model._meta.db_table,
             old.column if is_database_keyed(old) else None,
             new.column if is_database_keyed(new) else None,
+            **self._snowflake_key_options(),
         )
         for statement in statements:
             self.execute(statement)  # type: ignore[attr-defined]
@@ -297,3 +372,33 @@ def install_connection_hooks() -> None:
     # The schema editor is chosen before a connection may be opened (sqlmigrate).
     for connection in connections.all():
         prepare_connection(connection)
+
+
+def move_database_clocks() -> bool:
+    """Move the key sequence of every MariaDB database on the column-default path forward
+    with the clock, or past what an old primary may have issued after a failover
+    (:func:`.vendors.mysql.move_clock`): each process's heartbeat calls it once a second.
+
+    Returns whether a database could not be reached (the heartbeat then tries again sooner:
+    after a failover, raw INSERTs on the new primary wait for this move). Each database is
+    reached on this thread's own connection, closed afterwards."""
+    from django.db import DatabaseError
+
+    from .conf import get_layout
+    from .vendors.base import hold_units, lead_units
+
+    layout = get_layout()
+    failed = False
+    for connection in connections.all(initialized_only=False):
+        if connection.vendor != "mysql":
+            continue
+        try:
+            with connection.cursor() as cursor:
+                mysql.move_clock(
+                    cursor, layout, lead_units=lead_units(layout), hold_units=hold_units(layout)
+                )
+        except DatabaseError:
+            failed = True
+        finally:
+            connection.close()
+    return failed

@@ -1,5 +1,6 @@
 """The migration operations that install each database's key generator, and the
-``post_migrate`` receiver that gives a database its own slot once it can have one."""
+``post_migrate`` receiver that gives a database its own slot once it can have one, and puts a
+MariaDB database on the path ``SNOWFLAKE["MARIADB_KEYS"]`` names."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from django.db import DatabaseError, connections, router
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 
-from .database_keys import install_function, own_label
+from .database_keys import install_function, keys_path, own_label, switch_keys
 from .database_slots import slot_holder
-from .vendors import installed_slot, postgresql
+from .vendors import installed_comment, installed_slot, mysql, postgresql
 from .vendors.base import is_database_keyed
 
 
@@ -123,6 +124,20 @@ def repair_functions(editor: BaseDatabaseSchemaEditor) -> None:
         editor.execute(statement, params=None)
 
 
+class SwitchMariaDBKeys(_DatabaseOperation):
+    """On MariaDB, put the database on the path ``SNOWFLAKE["MARIADB_KEYS"]`` names: the
+    column default over one sequence (the default), or the trigger and function (the strict
+    path). Later switches need no migration: ``migrate`` switches after it runs
+    (:func:`reinstall_after_migrate`)."""
+
+    def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
+        if schema_editor.connection.vendor == "mysql":
+            switch_keys(schema_editor)
+
+    def describe(self) -> str:
+        return "Put MariaDB's keys on the path SNOWFLAKE['MARIADB_KEYS'] names"
+
+
 def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     """``post_migrate``: give a database whose function has no slot of its own (it was
     migrated before the coordination database) or another's (it is a copy of another database,
@@ -148,9 +163,17 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
         exists, slot = installed_slot(using)
         if not exists:
             return
-        if slot is not None and slot_holder(slot) in (None, own_label(using)):
+        # MariaDB: the path the setting names, if the function serves the other.
+        switched = connection.vendor == "mysql" and mysql.installed_keys(
+            installed_comment(connection)
+        ) != keys_path(connection)
+        if not switched and slot is not None and slot_holder(slot) in (None, own_label(using)):
             return
     except DatabaseError:
         return
     with connection.schema_editor() as editor:
-        install_function(editor)
+        if connection.vendor == "mysql":
+            # Also every keyed column's default, which names the slot on the default path.
+            switch_keys(editor)
+        else:
+            install_function(editor)

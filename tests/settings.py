@@ -103,3 +103,6 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SNOWFLAKE: dict[str, Any] = json.loads(
     os.environ.get("SNOWFLAKE_TEST_SETTINGS", '{"WORKER_ALLOCATOR": "static", "WORKER_ID": 0}')
 )
+# SNOWFLAKE_TEST_MARIADB_KEYS=trigger runs the suite on MariaDB's strict path (issue 26).
+if os.environ.get("SNOWFLAKE_TEST_MARIADB_KEYS"):
+    SNOWFLAKE.setdefault("MARIADB_KEYS", os.environ["SNOWFLAKE_TEST_MARIADB_KEYS"])

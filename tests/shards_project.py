@@ -41,6 +41,8 @@ INSTALLED_APPS = [
 DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"
 DATABASE_ROUTERS = ["tests.shards_project.SnowflakeRouter"]
 SNOWFLAKE = {"DATABASE": "default"}
+if os.environ.get("SNOWFLAKE_TEST_MARIADB_KEYS"):  # MariaDB's strict path (tests/settings.py)
+    SNOWFLAKE["MARIADB_KEYS"] = os.environ["SNOWFLAKE_TEST_MARIADB_KEYS"]
 ROOT_URLCONF = "tests.shards_project"
 urlpatterns: list[Any] = []
 

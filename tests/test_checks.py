@@ -132,6 +132,16 @@ def test_E013_lifespan_ended() -> None:
     ]
 
 
+@pytest.mark.parametrize("keys", ["triggers", "", None, 1])
+def test_E054_mariadb_keys_not_a_path(keys: object) -> None:
+    assert ids({**STATIC, "MARIADB_KEYS": keys}) == ["django_snowflake.E054"]
+
+
+@pytest.mark.parametrize("keys", ["default", "trigger"])
+def test_mariadb_keys_either_path(keys: str) -> None:
+    assert ids({**STATIC, "MARIADB_KEYS": keys}) == []
+
+
 def test_W010_lifespan_nearly_over() -> None:
     # 2**20 one-second units is about 12 days; start 95 % of it ago.
     lifespan_ms = 2**20 * 1000

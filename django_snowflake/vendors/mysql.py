@@ -1,7 +1,26 @@
-"""``django_snowflake_id()`` on MariaDB/MySQL: a logical clock made of sequences only.
+"""MariaDB/MySQL's keys from the database: a column default over one sequence, or the strict
+trigger and function (``SNOWFLAKE["MARIADB_KEYS"]``).
 
-A stored function may not be a column default there, so a ``BEFORE INSERT`` trigger on each
-keyed table gives the key to a row that arrives without one (NULL or 0, as with
+**The column default** (``"default"``, docs/fields.rst): the key of an INSERT that leaves it out
+is the column's ``DEFAULT``, :func:`key_expression`, over one sequence per database
+(:data:`KEY_SEQUENCE`) whose value counts layout units (time, then sequence):
+``(NEXT VALUE FOR s) DIV 4096 * 4194304 + <slot bits> + (PREVIOUS VALUE FOR s) MOD 4096``
+with the ``twitter`` layout. Each ``NEXT VALUE FOR`` draws (written twice it would draw
+twice); ``PREVIOUS VALUE FOR`` is the session's last draw, the one just made, left to right,
+row by row in a multi-row INSERT. No trigger: an INSERT that gives its key (every one Django
+makes) pays nothing. The sequence follows the wall clock only because something moves it
+forward: each process's heartbeat, once a second (:func:`move_clock_sql`), and ``migrate``.
+``SETVAL`` only moves a sequence forward, so keys between two moves count up from the last one:
+they never repeat nor go back, and lag the clock by the time since the last move. The
+incarnation the sequence last skipped for is a row of :data:`CLOCK_TABLE` (read by the
+heartbeat, never by an INSERT): the first heartbeat after a failover moves the sequence past
+anything the old primary may have issued (:func:`failover_sql`). ``django_snowflake_id()``
+then draws the same sequence.
+
+**The trigger** (``"trigger"``) and the function described below: the strict path, kept for raw
+writers that need the failover skip inside the INSERT, at the cost measured in
+docs/performance.rst. A stored function may not be a column default, so a ``BEFORE INSERT``
+trigger on each keyed table gives the key to a row that arrives without one (NULL or 0, as with
 ``AUTO_INCREMENT``).
 
 MariaDB prelocks, for the whole triggering statement, every table a trigger's function may
@@ -75,6 +94,7 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Callable
+from typing import Any
 
 from ..layout import BitLayout
 from .base import FUNCTION, comment, hold_units, lead_units, refusal
@@ -105,6 +125,20 @@ HIGH_VARIABLE = "@django_snowflake_id_high"
 VERSION_VARIABLE = "@django_snowflake_id_version"
 #: The catch-up lock: a name per database (GET_LOCK names are the server's).
 LOCK_SQL = "CONCAT('django_snowflake_id:', MD5(DATABASE()))"
+#: ``SNOWFLAKE["MARIADB_KEYS"]``: the column default over one sequence, or the strict path.
+KEYS_DEFAULT = "default"
+KEYS_TRIGGER = "trigger"
+KEYS = (KEYS_DEFAULT, KEYS_TRIGGER)
+#: The column default's sequence: layout units, ``time << sequence_bits | sequence``.
+KEY_SEQUENCE = f"{PREFIX}key"
+#: What a column default draws while the database has no slot of its own: a sequence spent at
+#: its install, so that an INSERT leaving the key out fails with its name, which says what to do.
+NO_SLOT_SEQUENCE = f"{PREFIX}no_slot_run_migrate"
+#: The incarnation the key sequence last skipped for (one row): read by the heartbeats, never
+#: by an INSERT, so an InnoDB table costs the keys nothing.
+CLOCK_TABLE = f"{PREFIX}clock"
+#: What the function's comment says on the column-default path.
+KEYS_COMMENT = f"keys={KEYS_DEFAULT}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -296,14 +330,17 @@ def mysql_function_sql(
         or f"this function is Galera node {node}'s (a state transfer copied it): "
         "run manage.py migrate through this node",
     )
+    # Above every key of the column-default path too (a switch back from it), a lead ahead:
+    # its columns draw the key sequence until they get their trigger. Not on a Galera node,
+    # which has no key sequence.
+    key = "0" if node is not None else f"(SELECT next_not_cached_value FROM {KEY_SEQUENCE})"
     return [
-        # Galera refuses a cached sequence; on one server the cache spares a write per key.
-        f"CREATE SEQUENCE IF NOT EXISTS {clock.counter} START WITH 0 MINVALUE 0"
-        + ("" if node is None else " NOCACHE"),
-        *base.create_sql(),
-        *mark.create_sql(),
-        *seen.create_sql(),
-        f"CREATE SEQUENCE IF NOT EXISTS {clock.version} START WITH 0 MINVALUE 0 NOCACHE",
+        *_trigger_clock_sql(clock),
+        *(
+            []
+            if node is not None
+            else [f"CREATE SEQUENCE IF NOT EXISTS {KEY_SEQUENCE} START WITH 0 MINVALUE 0"]
+        ),
         # The server the function is first installed on is the clock's own.
         *seen.setval_sql(f"IF({seen.sum_sql()} = 0, CRC32({clock.incarnation}), 0)"),
         # So that the carry-over reads a table whether or not an earlier version left one.
@@ -314,9 +351,11 @@ def mysql_function_sql(
         # the wall clock, so the new one starts a lead ahead.
         *base.setval_sql(
             f"GREATEST({old_base}, ({now_units} + IF({old_base} > 0, {lead_units}, 0)) * {1 << sb}"
-            f" - {counter})",
+            f" - {counter}, {key} + IF({key} > 0, {lead_units * (1 << sb)}, 0) - {counter})",
         ),
-        *mark.setval_sql(f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb})"),
+        *mark.setval_sql(
+            f"GREATEST({now_units}, ({old_base} + {counter}) DIV {1 << sb}, {key} DIV {1 << sb})"
+        ),
         # A Galera node's function names its own sequences and slot: not replicated.
         *(
             [function]
@@ -324,6 +363,21 @@ def mysql_function_sql(
             else ["SET SESSION wsrep_on = OFF", function, "SET SESSION wsrep_on = ON"]
         ),
         f"DROP TABLE IF EXISTS {OLD_BASE}",
+        # The heartbeats move the key sequence while this table says it is in use.
+        *([] if node is not None else [f"DROP TABLE IF EXISTS {CLOCK_TABLE}"]),
+    ]
+
+
+def _trigger_clock_sql(clock: _Clock) -> list[str]:
+    """The sequences of the function's clock (kept on the column-default path too)."""
+    return [
+        # Galera refuses a cached sequence; on one server the cache spares a write per key.
+        f"CREATE SEQUENCE IF NOT EXISTS {clock.counter} START WITH 0 MINVALUE 0"
+        + ("" if clock.node is None else " NOCACHE"),
+        *clock.base.create_sql(),
+        *clock.mark.create_sql(),
+        *clock.seen.create_sql(),
+        f"CREATE SEQUENCE IF NOT EXISTS {clock.version} START WITH 0 MINVALUE 0 NOCACHE",
     ]
 
 
@@ -524,7 +578,16 @@ def install_sql(
     layout: BitLayout, slot: tuple[int, int] | None, *, alias: str, node: str | None = None
 ) -> list[str]:
     """The statements that create (or replace) the function; with ``node``, Galera node
-    ``node``'s own, run on it."""
+    ``node``'s own, run on it. Off Galera, on the path ``SNOWFLAKE["MARIADB_KEYS"]`` names:
+    the column default's sequence (:func:`key_sql`), or the strict function."""
+    if node is None and keys() == KEYS_DEFAULT:
+        return key_sql(
+            layout,
+            slot,
+            lead_units=lead_units(layout),
+            comment=f"{comment(layout, slot, alias)} {KEYS_COMMENT}",
+            refusal=refusal(alias),
+        )
     return mysql_function_sql(
         layout,
         slot,
@@ -536,6 +599,147 @@ def install_sql(
         copied=f"this is Galera node {node}'s function (a state transfer copied it): "
         f"manage.py migrate --database={alias} through this node",
     )
+
+
+def keys() -> str:
+    """``SNOWFLAKE["MARIADB_KEYS"]``: which path a MariaDB database (not a Galera node, which
+    keeps the trigger) takes."""
+    from ..conf import get_settings
+
+    return str(get_settings()["MARIADB_KEYS"])
+
+
+def key_expression(layout: BitLayout, slot: tuple[int, int] | None) -> str:
+    """The ``DEFAULT`` of a keyed column on the column-default path: a Snowflake of ``slot``
+    from one draw of :data:`KEY_SEQUENCE` (``PREVIOUS VALUE FOR`` is that draw, evaluated
+    after it, left to right). Without a slot, a draw of :data:`NO_SLOT_SEQUENCE`, which fails."""
+    if slot is None:
+        return f"NEXT VALUE FOR {NO_SLOT_SEQUENCE}"
+    unit = 1 << layout.sequence_bits
+    fixed = layout.compose(0, worker_id=slot[0], datacenter_id=slot[1])
+    return (
+        f"(NEXT VALUE FOR {KEY_SEQUENCE}) DIV {unit} * {1 << layout.time_shift} + {fixed} + "
+        f"(PREVIOUS VALUE FOR {KEY_SEQUENCE}) MOD {unit}"
+    )
+
+
+def _key_function_sql(layout: BitLayout, slot: tuple[int, int] | None, comment: str) -> str:
+    """``django_snowflake_id()`` on the column-default path: the columns' key, from the same
+    sequence (a caller that draws it gets a key no INSERT gets)."""
+    return _header(comment) + f"BEGIN\n    RETURN {key_expression(layout, slot)};\nEND"
+
+
+def key_sql(
+    layout: BitLayout,
+    slot: tuple[int, int] | None,
+    *,
+    lead_units: int,
+    comment: str,
+    refusal: str,
+) -> list[str]:
+    """The statements installing the column-default path: its sequence, started a lead above
+    the wall clock and above every key the trigger path's function issued (its clock
+    ``base + counter``, kept, so that a switch back starts above this one), the incarnation it
+    runs on, and ``django_snowflake_id()`` over it (refusing without a slot).
+
+    The function is replaced right after the sequence is set: from then on the triggers that
+    remain until the tables get their default call it, so both draw the one sequence."""
+    clock = _Clock(layout, None)
+    unit = 1 << layout.sequence_bits
+    trigger_m = f"({clock.base.sum_sql()} + (SELECT next_not_cached_value FROM {clock.counter}))"
+    target = f"GREATEST({now_units_sql(layout)} * {unit}, {trigger_m}) + {lead_units * unit}"
+    return [
+        *_trigger_clock_sql(clock),
+        f"CREATE SEQUENCE IF NOT EXISTS {KEY_SEQUENCE} START WITH 0 MINVALUE 0",
+        # Spent at once: a draw fails, naming it.
+        f"CREATE SEQUENCE IF NOT EXISTS {NO_SLOT_SEQUENCE} START WITH 0 MINVALUE 0 MAXVALUE 1 "
+        "NOCACHE",
+        f"DO SETVAL({NO_SLOT_SEQUENCE}, 1)",
+        f"CREATE TABLE IF NOT EXISTS {CLOCK_TABLE} "
+        "(id TINYINT NOT NULL PRIMARY KEY, incarnation VARCHAR(255) NOT NULL) ENGINE=InnoDB",
+        # The server the path is installed on is the clock's own.
+        f"INSERT IGNORE INTO {CLOCK_TABLE} (id, incarnation) VALUES (1, {MYSQL_INCARNATION_SQL})",
+        f"SET {SETVAL_VARIABLE} = {target}",
+        f"EXECUTE IMMEDIATE CONCAT('DO SETVAL({KEY_SEQUENCE}, ', {SETVAL_VARIABLE}, ')')",
+        _key_function_sql(layout, slot, comment)
+        if slot is not None
+        else refusal_sql(comment, refusal),
+    ]
+
+
+def move_clock(cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: int) -> str:
+    """Move the key sequence of ``cursor``'s database forward: to the wall clock (a ``SETVAL``
+    that a sequence already ahead ignores), or, the first time a new incarnation is seen (a
+    failover, a restore), past anything the old primary may have issued:
+    ``max(now, replayed value) + hold + 2 * lead`` units, under a lock so that one session
+    skips while the others wait for it. Returns ``"moved"``, ``"skipped"`` or ``""`` (the
+    database is on the trigger path, no clock table, or read-only, a replica)."""
+    unit = 1 << layout.sequence_bits
+    now = now_units_sql(layout)
+    # A read-only server is a replica (an alias for reads): its sequence follows the
+    # primary's, and a skip there would diverge from it.
+    cursor.execute(
+        "SELECT @@read_only, EXISTS (SELECT 1 FROM information_schema.TABLES "
+        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{CLOCK_TABLE}')"
+    )
+    read_only, on_default_path = cursor.fetchone()
+    if read_only or not on_default_path:
+        return ""
+    cursor.execute(
+        f"SELECT incarnation = {MYSQL_INCARNATION_SQL}, {now} * {unit} - 1 "
+        f"FROM {CLOCK_TABLE} WHERE id = 1"
+    )
+    row = cursor.fetchone()
+    if row is not None and row[0]:
+        cursor.execute(f"DO SETVAL({KEY_SEQUENCE}, %s)", [int(row[1])])
+        return "moved"
+    cursor.execute(f"DO GET_LOCK({LOCK_SQL}, 10)")
+    try:
+        cursor.execute(
+            f"SELECT incarnation = {MYSQL_INCARNATION_SQL} FROM {CLOCK_TABLE} WHERE id = 1"
+        )
+        row = cursor.fetchone()
+        if row is None or not row[0]:
+            cursor.execute(
+                f"SELECT (GREATEST({now}, next_not_cached_value DIV {unit}) "
+                f"+ {hold_units + 2 * lead_units}) * {unit} FROM {KEY_SEQUENCE}"
+            )
+            cursor.execute(f"DO SETVAL({KEY_SEQUENCE}, %s)", [int(cursor.fetchone()[0])])
+            cursor.execute(
+                f"REPLACE INTO {CLOCK_TABLE} (id, incarnation) VALUES (1, {MYSQL_INCARNATION_SQL})"
+            )
+    finally:
+        cursor.execute(f"DO RELEASE_LOCK({LOCK_SQL})")
+    return "skipped"
+
+
+def installed_keys(comment: str | None) -> str | None:
+    """Which path the function with ``comment`` serves; ``None`` when there is none."""
+    if comment is None:
+        return None
+    return KEYS_DEFAULT if KEYS_COMMENT in comment else KEYS_TRIGGER
+
+
+#: The keyed columns of the connection's database, either path: (table, column) of a default
+#: over our sequences, (table, trigger body) of our triggers.
+KEYED_COLUMNS_SQL = (
+    "SELECT table_name, column_name, 0 FROM information_schema.columns "
+    "WHERE table_schema = DATABASE() AND (column_default LIKE %s OR column_default LIKE %s) "
+    "UNION ALL SELECT event_object_table, action_statement, 1 FROM information_schema.triggers "
+    "WHERE trigger_schema = DATABASE() AND action_statement LIKE %s"
+)
+KEYED_COLUMNS_PARAMS = [f"%{KEY_SEQUENCE}%", f"%{NO_SLOT_SEQUENCE}%", f"%{FUNCTION}()%"]
+
+
+def keyed_columns(rows: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
+    """The (table, column) pairs of :data:`KEYED_COLUMNS_SQL`'s rows."""
+    found = {}
+    for table, text, is_trigger in rows:
+        column = re.search(r"NEW\.`([^`]+)`", text) if is_trigger else None
+        if is_trigger and column is None:
+            continue
+        found[table] = column.group(1) if column is not None else text
+    return sorted(found.items())
 
 
 def installed_comment_sql() -> tuple[str, list[str]]:
@@ -584,23 +788,32 @@ def drop_trigger_sql(quote_name: Callable[[str], str], table: str) -> str:
     return f"DROP TRIGGER IF EXISTS {quote_name(trigger_name(table))}"
 
 
-def key_default_sql(quote_name: Callable[[str], str], table: str, column: str) -> list[str]:
-    """Give an existing column its default (0) and its trigger."""
+def key_default_sql(
+    quote_name: Callable[[str], str], table: str, column: str, default: str = "0"
+) -> list[str]:
+    """Give an existing column its default: ``default``, the key expression of the
+    column-default path (and no trigger), or 0 and its trigger (the strict path)."""
+    sql = "0" if default == "0" else f"({default})"
     return [
-        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} SET DEFAULT 0",
+        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} SET DEFAULT {sql}",
         drop_trigger_sql(quote_name, table),
-        create_trigger_sql(quote_name, table, column),
+        *([create_trigger_sql(quote_name, table, column)] if default == "0" else []),
     ]
 
 
 def key_changed_sql(
-    quote_name: Callable[[str], str], table: str, old: str | None, new: str | None
+    quote_name: Callable[[str], str],
+    table: str,
+    old: str | None,
+    new: str | None,
+    default: str = "0",
 ) -> list[str]:
     """The trigger's statements when a table's database-keyed column changes from ``old`` to
-    ``new`` (``None``: none)."""
+    ``new`` (``None``: none); on the column-default path (``default`` not 0), none but the
+    removal of an earlier trigger."""
     if old == new:
         return []
     statements = [] if old is None else [drop_trigger_sql(quote_name, table)]
-    if new is not None:
+    if new is not None and default == "0":
         statements.append(create_trigger_sql(quote_name, table, new))
     return statements
