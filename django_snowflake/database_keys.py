@@ -153,8 +153,8 @@ def function_report(alias: str) -> dict[str, Any] | None:
     """Database ``alias``'s function as seen from outside: ``where`` it lives (PostgreSQL: its
     schema; Galera: the node; MariaDB: the database), its ``slot`` (``"W/D"``, ``None`` when it
     refuses), and ``behind_ms``, how far the time of its last key is behind the server's clock
-    (negative: ahead, a burst's lead; ``None`` on MariaDB, whose clock is spread over sequences
-    of digits). ``installed`` is ``False`` before ``migrate``; ``error`` says why the database
+    (negative: ahead, a burst's lead; ``None`` on MariaDB's trigger path, whose clock is spread
+    over sequences of digits). ``installed`` is ``False`` before ``migrate``; ``error`` says why the database
     could not be read. ``None`` for SQLite, whose function is the process's generator."""
     from .conf import get_layout
 
@@ -174,10 +174,10 @@ def function_report(alias: str) -> dict[str, Any] | None:
             report["where"] = f"node {node}" if node else f"database {name}"
         if exists and slot is not None:
             report["slot"] = f"{slot[0]}/{slot[1]}"
-            if connection.vendor == "postgresql":
-                with connection.cursor() as cursor:
-                    cursor.execute(postgresql.clock_sql(get_layout()))
-                    report["behind_ms"] = int(cursor.fetchone()[0])
+            with connection.cursor() as cursor:
+                cursor.execute(SERVERS[connection.vendor].clock_sql(get_layout()))
+                row = cursor.fetchone()
+            report["behind_ms"] = None if row is None else int(row[0])
     except DatabaseError as exc:
         report["error"] = str(exc).strip()
     return report

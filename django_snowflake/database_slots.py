@@ -136,3 +136,16 @@ def slot_holder(slot: tuple[int, int]) -> str | None:
         .first()
     )
     return label
+
+
+def labelled_slots(prefix: str) -> dict[str, tuple[int, int]]:
+    """The slots the coordination database records under labels starting with ``prefix``."""
+    from .conf import get_settings
+
+    rows = (
+        worker_node()
+        ._default_manager.using(get_settings()["DATABASE"])
+        .filter(label__startswith=prefix, released_at=None)
+        .values_list("label", "worker_id", "datacenter_id")
+    )
+    return {label: (worker, datacenter) for label, worker, datacenter in rows}

@@ -51,3 +51,21 @@ def function_in_words(report: dict[str, Any]) -> str:
     return (
         words + ", " + gettext("%(ms)d ms behind the server's clock") % {"ms": report["behind_ms"]}
     )
+
+
+def galera_node_in_words(entry: dict[str, Any], alias: str) -> str:
+    """A node of :func:`~django_snowflake.vendors.galera.nodes_report`, in words."""
+    values = {"node": entry["node"], "slot": entry["slot"] or gettext("none"), "alias": alias}
+    if entry["function"] == "own":
+        return gettext("Galera node %(node)s: slot %(slot)s, its own function") % values
+    if entry["function"] == "other":
+        return (
+            gettext(
+                "Galera node %(node)s: slot %(slot)s, no function of its own: run manage.py "
+                "migrate --database=%(alias)s connected to it"
+            )
+            % values
+        )
+    return gettext(
+        "Galera node %(node)s: slot %(slot)s, its function not readable from here (%(reason)s)"
+    ) % {**values, "reason": entry["reason"]}

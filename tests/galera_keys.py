@@ -4,6 +4,7 @@ functions, drawn through one node or all at once, with the slots recorded for th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -45,6 +46,17 @@ def check_through(node: galera.Node, database: str) -> str:
         command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
     )
     return done.stdout + done.stderr
+
+
+def show_worker(node: galera.Node, database: str) -> dict[str, Any]:
+    """``show_worker --json`` through ``node``."""
+    command = [sys.executable, "-m", "django", "show_worker", "--json"]
+    done = subprocess.run(
+        command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
 
 
 def connect(node: galera.Node, database: str) -> Any:

@@ -48,6 +48,7 @@ from .galera_keys import (
     migrate,
     node_slots,
     on_every_node,
+    show_worker,
 )
 from .ha_servers import ROOT, Router
 from .test_failover import Worker
@@ -420,6 +421,11 @@ def test_the_database_function_on_every_node_at_once(cluster: galera.Galera, key
     for name, values in drawn.items():
         assert len(values) == PER_NODE
         assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
+    (function,) = show_worker(cluster.nodes[0], keys)["database_functions"]
+    assert function["where"] == "node node1"
+    assert {
+        node["node"]: (node["slot"], node["function"]) for node in function["galera_nodes"]
+    } == {name: (f"{worker}/0", "own") for name, worker in slots.items()}
 
 
 def wipe(node: galera.Node) -> None:
@@ -593,6 +599,9 @@ def test_nodes_that_advertise_no_address_are_named_and_checked(cluster: galera.G
                 "clients reach it (wsrep_node_incoming_address = AUTO)" in done.stderr
             ), done.stderr[-2000:]
         assert "--database=default connected to that node" in done.stderr
+        listed = show_worker(cluster.nodes[0], database)["database_functions"][0]
+        unread = {node["node"] for node in listed["galera_nodes"] if node["function"] is None}
+        assert unread == {"node2", "node3"}, listed
         said = check_through(cluster.nodes[1], database)
         assert "django_snowflake.W058" in said and "Galera node node2 " in said, said
         assert "W058" not in check_through(cluster.nodes[0], database)

@@ -14,7 +14,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from django_snowflake.conf import get_layout
+from django_snowflake.conf import get_layout, get_settings
+from django_snowflake.database_keys import move_database_clocks
 from django_snowflake.database_slots import DATABASE_HOST, LEASE_END
 from django_snowflake.models import WorkerNode
 from django_snowflake.vendors import installed_slot
@@ -173,7 +174,8 @@ def test_before_migrate_it_says_run_migrate_in_one_line(empty_database: str) -> 
 @pytest.mark.django_db(transaction=True)
 def test_each_database_function_where_it_lives_its_slot_and_its_clock() -> None:
     """Issue 25's "seen from outside": PostgreSQL's from its sequences, in ms behind the
-    server's now; MariaDB's clock is n/a; SQLite's function is the process's generator."""
+    server's now; MariaDB's from its key sequence (n/a on the trigger path); SQLite's function
+    is the process's generator."""
     if connection.vendor == "sqlite":
         assert json.loads(show_worker("--json"))["database_functions"] == []
         return
@@ -194,7 +196,13 @@ def test_each_database_function_where_it_lives_its_slot_and_its_clock() -> None:
             r"-?\d+ ms behind the server's clock",
             text,
         )
-    else:
+    elif get_settings()["MARIADB_KEYS"] == "trigger":
         assert found["behind_ms"] is None
         assert f"function of database 'default': in {found['where']}, slot" in text
         assert "clock n/a" in text
+    else:
+        # The default path's clock is the key sequence, which a heartbeat moves to the clock.
+        move_database_clocks()
+        (found,) = json.loads(show_worker("--json"))["database_functions"]
+        assert -1100 <= found["behind_ms"] <= 1000, found
+        assert re.search(r"-?\d+ ms behind the server's clock", show_worker())

@@ -16,6 +16,7 @@ from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
+from ..database_slots import database_label, labelled_slots
 from ..exceptions import SnowflakeError
 from ..layout import BitLayout
 from . import installed_comment, own_sql
@@ -224,3 +225,39 @@ def install(editor: BaseDatabaseSchemaEditor, statements: list[str]) -> None:
     finally:
         for peer in others:
             peer.close()
+
+
+def nodes_report(alias: str) -> list[dict[str, Any]]:
+    """Every node of the Galera cluster database ``alias`` is on, as ``show_worker`` lists
+    them: its ``node`` name, its ``slot`` (``"W/D"`` as the coordination database records it
+    for that node's function, ``None`` without one) and ``function``: ``"own"``, ``"other"``
+    (the refusal of a first ``migrate`` that did not reach it, or another node's, copied by a
+    state transfer) or ``None`` when it cannot be read from here (``reason`` says why). ``[]``
+    off Galera."""
+    connection = connections[alias]
+    here = node_name(connection) if connection.vendor == "mysql" else None
+    if here is None:
+        return []
+    slots = labelled_slots(database_label(alias, ""))
+    found = [(here, connection, "")] + [
+        (peer.name, peer.connection, peer.reason) for peer in peers(connection)
+    ]
+    report = []
+    try:
+        for name, node, reason in found:
+            slot = slots.get(database_label(alias, name))
+            entry: dict[str, Any] = {
+                "node": name,
+                "slot": None if slot is None else f"{slot[0]}/{slot[1]}",
+                "function": None,
+                "reason": reason,
+            }
+            if node is not None:
+                mine = re.search(r" node=(.*)$", installed_comment(node) or "")
+                entry["function"] = "own" if mine and mine.group(1) == name else "other"
+            report.append(entry)
+    finally:
+        for _name, node, _reason in found[1:]:
+            if node is not None:
+                node.close()
+    return report

@@ -817,3 +817,15 @@ def key_changed_sql(
     if new is not None and default == "0":
         statements.append(create_trigger_sql(quote_name, table, new))
     return statements
+
+
+def clock_sql(layout: BitLayout) -> str:
+    """The query of how far (ms) the key sequence, the time of the next key a column default
+    gives, is behind the server's now (negative: ahead); no row off the default path."""
+    unit = 1 << layout.sequence_bits
+    return (
+        f"SELECT ({now_units_sql(layout)} - next_not_cached_value DIV {unit}) * "
+        f"{layout.time_unit_ms} FROM {KEY_SEQUENCE} WHERE EXISTS (SELECT 1 FROM "
+        "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
+        f"AND TABLE_NAME = '{CLOCK_TABLE}')"
+    )

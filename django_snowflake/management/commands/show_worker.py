@@ -18,7 +18,8 @@ from ...conf import get_settings
 from ...database_keys import function_report
 from ...exceptions import SnowflakeError
 from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
-from ...slots import database_alias, function_in_words, reserved_for
+from ...slots import database_alias, function_in_words, galera_node_in_words, reserved_for
+from ...vendors import galera
 
 # The report's lines, for people; ``--json`` keeps the keys.
 LABELS = {
@@ -115,6 +116,12 @@ class Command(BaseCommand):
                 found for alias in connections if (found := function_report(alias)) is not None
             ],
         }
+        for found in report["database_functions"]:
+            if str(found["where"]).startswith("node "):
+                try:
+                    found["galera_nodes"] = galera.nodes_report(found["database"])
+                except (DatabaseError, SnowflakeError) as exc:
+                    found["galera_nodes_error"] = str(exc).strip()
         if options["all"]:
             try:
                 report["slots"] = self.slots()
@@ -134,6 +141,8 @@ class Command(BaseCommand):
                 for found in value:
                     words = function_in_words(found)
                     self.stdout.write(f"{LABELS[key]} {found['database']!r}: {words}")
+                    for entry in found.get("galera_nodes", []):
+                        self.stdout.write("  " + galera_node_in_words(entry, found["database"]))
                 continue
             if key == "incarnation_since" and not report.get("incarnation"):
                 continue  # no incarnation, nothing was first seen
