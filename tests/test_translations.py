@@ -322,6 +322,7 @@ def test_form_and_drf_errors_are_translated(language: str) -> None:
                 pytest.fail(f"{bad!r} was accepted")
 
 
+@pytest.mark.django_db  # the report reads each server database's function
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_show_worker_report_is_translated(language: str) -> None:
     out = StringIO()
