@@ -73,12 +73,15 @@ class App:
     migrated: tuple[str, ...] = ()
     # Where, in its source, its test apps are imported from (for switch_migrations.py).
     path: str = ""
+    # The short form makes the test databases from the models (pytest-django's
+    # --no-migrations), in both runs: polymorphic's migrations take a minute per database.
+    short_without_migrations: bool = False
 
     @property
     def requirements(self) -> list[str]:
         return [f"{self.package}=={self.version}", *self.needs]
 
-    def command(self, labels: list[str], results: Path) -> list[str]:
+    def command(self, labels: list[str], results: Path, short: bool) -> list[str]:
         if self.runner == "pytest":
             return [
                 sys.executable,
@@ -94,6 +97,7 @@ class App:
                 "-o",
                 "verbosity_assertions=2",
                 *self.options,
+                *(["--no-migrations"] if short and self.short_without_migrations else []),
                 *labels,
             ]
         if self.runner == "manage.py":
@@ -197,6 +201,7 @@ APPS = {
                 "type_hints_one2one",
             ),
             path="src",
+            short_without_migrations=True,
             rules=(
                 ReprRule(
                     "AutoField's repr",
@@ -354,7 +359,14 @@ def switch_migrations(app: App, source: Path, out: Path, env: dict[str, str]) ->
 
 
 def run_app(
-    app: App, source: Path, db: str, field: str, labels: list[str], out: Path, suffix: str = ""
+    app: App,
+    source: Path,
+    db: str,
+    field: str,
+    labels: list[str],
+    out: Path,
+    short: bool,
+    suffix: str = "",
 ) -> Run:
     results = out / f"{app.name}-{db}-{field}{suffix}.json"
     log = out / f"{app.name}-{db}-{field}{suffix}.log"
@@ -366,13 +378,23 @@ def run_app(
         "SNOWFLAKE_APP_FIELD": field,
         "SNOWFLAKE_APP_LABELS": " ".join(labels) if app.runner == "runtests.py" else "",
         "SNOWFLAKE_SUITE_RESULTS": str(results),
+        # Its test apps too: its tests' subprocesses (polymorphic's manage.py dumpdata) import
+        # them, as where its developers install it from its source.
         "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(HERE), str(django_suite.HERE), os.environ.get("PYTHONPATH")])
+            filter(
+                None,
+                [
+                    str(HERE),
+                    str(django_suite.HERE),
+                    str(source / app.path) if app.path else "",
+                    os.environ.get("PYTHONPATH"),
+                ],
+            )
         ),
     }
-    if field == "snowflake" and app.migrated:
+    if field == "snowflake" and app.migrated and not (short and app.short_without_migrations):
         env |= switch_migrations(app, source, out, env)
-    command = app.command([] if app.runner == "runtests.py" else labels, results)
+    command = app.command([] if app.runner == "runtests.py" else labels, results, short)
     print(f"--- {app.name} {app.version}, {db}, {field}", flush=True)
     xml = results.with_suffix(".xml")
 
@@ -411,7 +433,9 @@ def compare(app: App, base: Run, switched: Run) -> list[Difference]:
     return differences
 
 
-def confirm(app: App, source: Path, db: str, differences: list[Difference], out: Path) -> None:
+def confirm(
+    app: App, source: Path, db: str, differences: list[Difference], out: Path, short: bool
+) -> None:
     """Run each real difference again alone, both ways: one that passes with the switch this
     time, or fails with the app's default too, was the machine (guardian's timing tests under
     load) and becomes ``flaky``, which does not fail the run."""
@@ -427,7 +451,8 @@ def confirm(app: App, source: Path, db: str, differences: list[Difference], out:
     labels = sorted({app.label(d.test_id) for d in real})
     print(f"    confirming {len(real)} real differences by running them again", flush=True)
     again = {
-        field: run_app(app, source, db, field, labels, out, suffix="-confirm") for field in FIELDS
+        field: run_app(app, source, db, field, labels, out, short, suffix="-confirm")
+        for field in FIELDS
     }
     for difference in real:
         label = django_suite.label_of(difference.test_id)
@@ -498,14 +523,17 @@ def main(argv: list[str] | None = None) -> int:
         labels = list(app.short) if options.short else []
         print(f"{app.package} {app.version}'s tests from {source}; logs in {out}", flush=True)
         for db in options.db.split(","):
-            runs = {field: run_app(app, source, db, field, labels, out) for field in FIELDS}
+            runs = {
+                field: run_app(app, source, db, field, labels, out, options.short)
+                for field in FIELDS
+            }
             for run in runs.values():
                 if not run.outcomes:
                     broken.append(run)
                     print(f"No results from {app.name}/{db}/{run.field}; its log ends:\n{run.tail}")
             base, switched = runs["default"], runs["snowflake"]
             differences = compare(app, base, switched)
-            confirm(app, source, db, differences, out)
+            confirm(app, source, db, differences, out, options.short)
             all_differences += differences
             modules = sorted({module_of(k) for k in {*base.outcomes, *switched.outcomes}})
             rows = django_suite.table(base, switched, differences, modules, before="default")
