@@ -10,11 +10,13 @@ On a server, the databases are named per run so that concurrent runs never share
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from suite_servers import server  # type: ignore[import-not-found]  # tests/django_suite
 
 SWITCH = "django_snowflake.fields.SnowflakeAutoField"
+SQLITE = {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
 
 
 def apply(settings: dict[str, Any]) -> dict[str, Any]:
@@ -25,6 +27,21 @@ def apply(settings: dict[str, Any]) -> dict[str, Any]:
         settings["DATABASES"] = {
             alias: server(db, name if alias == "default" else f"{name}_{alias}")
             for alias in settings.get("DATABASES", {"default": {}})
+        }
+    else:
+        # Every alias on the database chosen: django-reversion's settings name a "postgres"
+        # and a "mysql" alias beside SQLite's, and every test of it uses all three.
+        settings["DATABASES"] = {
+            alias: conf if conf["ENGINE"].endswith("sqlite3") else SQLITE
+            for alias, conf in settings.get("DATABASES", {"default": SQLITE}).items()
+        }
+    migrations = os.environ.get("SNOWFLAKE_APP_MIGRATIONS")
+    if migrations:
+        # The test apps' migrations as a project has them after turning the switch on.
+        sys.path.insert(0, migrations)
+        settings["MIGRATION_MODULES"] = {
+            label: f"switch_migrations.{label}"
+            for label in os.environ["SNOWFLAKE_APP_MIGRATED"].split()
         }
     if os.environ.get("SNOWFLAKE_APP_FIELD", "default") == "snowflake":
         settings["DEFAULT_AUTO_FIELD"] = SWITCH

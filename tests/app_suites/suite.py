@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import argparse
 import collections
+import io
 import json
 import os
 import re
 import shutil
+import subprocess
 import sys
+import tarfile
 import tempfile
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
@@ -50,21 +53,36 @@ class App:
     name: str
     package: str
     version: str
-    # pytest runs it (else the app's runtests.py, through a wrapper of ours).
-    pytest: bool
+    # Its own test command: "pytest", "runtests.py" (django-simple-history's, through a
+    # wrapper of ours) or "manage.py" (the test project's ``manage.py test``).
+    runner: str
     # The short form: the test modules where a primary key shows (labels or pytest paths).
     short: tuple[str, ...]
     # What fails only with the switch because the test itself hard-codes a key.
     rules: tuple[Rule, ...] = ()
-    # What its test settings import besides the app (installed beside it).
+    # What its test settings and tests import besides the app (installed beside it).
     needs: tuple[str, ...] = ()
+    # Options of its own test configuration that its own command line would pass.
+    options: tuple[str, ...] = ()
+    # What its sdist leaves out of its tests, taken from a clone of its repository at the
+    # release's commit (``--git APP=DIR``) and kept with the sdist in the cache.
+    git_commit: str = ""
+    git_paths: tuple[str, ...] = ()
+    # Its test apps whose migrations declare AutoField pks: the switch run migrates them with
+    # the AlterField migrations a project that turns it on makes (switch_migrations.py).
+    migrated: tuple[str, ...] = ()
+    # Where, in its source, its test apps are imported from (for switch_migrations.py).
+    path: str = ""
+    # The short form makes the test databases from the models (pytest-django's
+    # --no-migrations), in both runs: polymorphic's migrations take a minute per database.
+    short_without_migrations: bool = False
 
     @property
     def requirements(self) -> list[str]:
         return [f"{self.package}=={self.version}", *self.needs]
 
-    def command(self, labels: list[str], results: Path) -> list[str]:
-        if self.pytest:
+    def command(self, labels: list[str], results: Path, short: bool) -> list[str]:
+        if self.runner == "pytest":
             return [
                 sys.executable,
                 "-m",
@@ -75,18 +93,53 @@ class App:
                 "--tb=native",
                 f"--junitxml={results.with_suffix('.xml')}",
                 f"--ds={self.name}_settings",
+                # Whole assertion diffs, which the rules read (pytest truncates them).
+                "-o",
+                "verbosity_assertions=2",
+                *self.options,
+                *(["--no-migrations"] if short and self.short_without_migrations else []),
                 *labels,
+            ]
+        if self.runner == "manage.py":
+            return [
+                sys.executable,
+                "tests/manage.py",
+                "test",
+                f"--settings={self.name}_settings",
+                "--noinput",
+                *self.options,
+                # Every test under tests/ (its own CI's command) unless told which.
+                *(labels or ["tests"]),
             ]
         return [sys.executable, str(HERE / f"{self.name}_tests.py")]
 
     def label(self, test_id: str) -> str:
         """The label that runs ``test_id`` alone (a pytest node ID for pytest)."""
         label = django_suite.label_of(test_id)
-        if not self.pytest:
+        if self.runner != "pytest":
             return label
         module = module_of(label)
         rest = label[len(module) + 1 :].replace(".", "::")
         return module.replace(".", "/") + ".py" + (f"::{rest}" if rest else "")
+
+
+@dataclass(frozen=True)
+class ReprRule(Rule):
+    """Hard-coded when, besides ``pattern``, the assertion's diff (pytest's ``-`` expected and
+    ``+`` actual lines) differs only where django-polymorphic's repr shows the pk: ``id 1`` for
+    a field whose class is exactly ``AutoField``, ``id (SnowflakeAutoField/pk) 2520...`` for
+    any other (``polymorphic/showfields.py``), so a row out of order still counts as real."""
+
+    def matches(self, test_id: str, failure: str) -> bool:
+        if not super().matches(test_id, failure):
+            return False
+        lines = re.findall(r"^  ([-+]) (.*)$", failure, re.MULTILINE)
+
+        def shown(sign: str) -> list[str]:
+            pk = r"\bid (\d+|\(SnowflakeAutoField/pk\)( \d+)?)"
+            return [re.sub(pk, "id <pk>", text) for mark, text in lines if mark == sign]
+
+        return bool(lines) and shown("-") == shown("+")
 
 
 APPS = {
@@ -96,7 +149,7 @@ APPS = {
             "simple_history",
             "django-simple-history",
             "3.13.0",
-            pytest=False,
+            runner="runtests.py",
             rules=(
                 Rule(
                     "literal pk in a filter",
@@ -116,7 +169,7 @@ APPS = {
             "guardian",
             "django-guardian",
             "3.5.2",
-            pytest=True,
+            runner="pytest",
             needs=("django-environ",),
             short=(
                 "guardian/testapp/tests/test_core.py",
@@ -126,6 +179,94 @@ APPS = {
                 "guardian/testapp/tests/test_custompkmodel.py",
                 "guardian/testapp/tests/test_orphans.py",
             ),
+        ),
+        App(
+            "polymorphic",
+            "django-polymorphic",
+            "4.11.3",
+            runner="pytest",
+            needs=("django-test-migrations",),
+            # Its default (pyproject.toml's addopts) leaves out the integration examples; the
+            # browser tests need a Playwright browser this run does not install.
+            options=("-m", "not integration and not ui"),
+            migrated=(
+                "tests",
+                "deletion",
+                "views",
+                "integrations",
+                "drf_example",
+                "type_hints_fk",
+                "type_hints_m2m",
+                "type_hints_managers",
+                "type_hints_one2one",
+            ),
+            path="src",
+            short_without_migrations=True,
+            rules=(
+                ReprRule(
+                    "AutoField's repr",
+                    "compares a model's repr, which shows a pk as 'id 1' when its class is "
+                    "exactly AutoField and as 'id (SnowflakeAutoField/pk) 2520...' otherwise, "
+                    "and nothing else differs",
+                    r"^AssertionError: assert .*==",
+                ),
+                Rule(
+                    "literal pk in a lookup",
+                    "gets the object it created first by pk=1",
+                    r"^[\w.]+\.DoesNotExist: ProxyBase matching query does not exist\.$",
+                    tests=r"\.test_proxy_get_real_instance_class$",
+                ),
+                Rule(
+                    "two tables' keys meeting",
+                    "joins two tables on their pks (extra(where=['a.id = b.id'])), which meet "
+                    "only where two sequences both start at 1",
+                    r"^IndexError: list index out of range$",
+                    tests=r"\.test_extra_method$",
+                ),
+            ),
+            # Its sdist has no tests: the tag v4.11.3's, with the manage.py they look for.
+            git_commit="866c93fc9c62be0d1bce31ee832b1772ebb7d906",
+            git_paths=("manage.py", "src/polymorphic/tests"),
+            # Its ORM, admin, formset, serialization and utility tests; the deletion and
+            # migration tests (about 280 s of its 360 s on SQLite) only in the long form.
+            short=tuple(
+                f"src/polymorphic/tests/{module}.py"
+                for module in (
+                    "test_orm",
+                    "test_admin",
+                    "test_base",
+                    "test_contrib",
+                    "test_formsets",
+                    "test_inheritance",
+                    "test_multidb",
+                    "test_query_translate",
+                    "test_regression",
+                    "test_serialization",
+                    "test_signals",
+                    "test_templatetags",
+                    "test_utils",
+                    "other/test_cross_apps",
+                    "errata/test_errata",
+                )
+            ),
+        ),
+        App(
+            "reversion",
+            "django-reversion",
+            "6.4.0",
+            runner="manage.py",
+            migrated=("test_app",),
+            rules=(
+                Rule(
+                    "literal pk in a serialization",
+                    "compares a version's serialized data with 'pk': 1",
+                    r"^-   'pk': \d{15,}}\]\n\+   'pk': \d{1,4}}\]$",
+                    tests=r"\.NaturalKeyTest\.testNaturalKeyInline$",
+                ),
+            ),
+            path="tests",
+            # The whole suite: 158 tests in a few seconds.
+            short=("tests",),
         ),
     ]
 }
@@ -146,9 +287,30 @@ def check_installed(app: App) -> None:
         )
 
 
-def source_dir(app: App) -> Path:
+def source_dir(app: App, git: Path | None) -> Path | None:
+    """The app's sdist, with what ``app.git_paths`` adds from ``git`` (a clone of its
+    repository) the first time; None when those are needed and neither cached nor given."""
     root = django_suite.cache_root().parent / "app-tests"
-    return django_suite.unpacked_sdist(app.package, app.version, root / f"{app.name}-{app.version}")
+    source = django_suite.unpacked_sdist(
+        app.package, app.version, root / f"{app.name}-{app.version}"
+    )
+    done = source / ".git-paths"
+    if not app.git_paths or done.exists():
+        return source
+    if git is None:
+        return None
+    print(f"Adding {', '.join(app.git_paths)} from {git} at {app.git_commit}", flush=True)
+    archive = subprocess.run(
+        ["git", "-C", str(git), "archive", "--format=tar", app.git_commit, *app.git_paths],
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        # The "data" filter refuses links and paths out of the folder (3.11.4+).
+        safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+        tar.extractall(source, **safe)  # type: ignore[arg-type]
+    done.touch()
+    return source
 
 
 def junit_outcomes(path: Path) -> dict[str, dict[str, str]]:
@@ -168,8 +330,43 @@ def junit_outcomes(path: Path) -> dict[str, dict[str, str]]:
     return outcomes
 
 
+def switch_migrations(app: App, source: Path, out: Path, env: dict[str, str]) -> dict[str, str]:
+    """What makes the switch run migrate ``app.migrated`` with the migrations a project makes
+    when it turns the switch on (``makemigrations``: an AlterField of each pk), written once
+    per run into a copy of their migrations, never into the app's source."""
+    folder = out / f"{app.name}-migrations"
+    overlay_env = {
+        "SNOWFLAKE_APP_MIGRATIONS": str(folder),
+        "SNOWFLAKE_APP_MIGRATED": " ".join(app.migrated),
+    }
+    if not (folder / "done").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        helper_env = {
+            **env,
+            **overlay_env,
+            "SNOWFLAKE_APP_DB": "sqlite",
+            "DJANGO_SETTINGS_MODULE": f"{app.name}_settings",
+            "PYTHONPATH": os.pathsep.join([str(source / app.path), env["PYTHONPATH"]]),
+        }
+        subprocess.run(
+            [sys.executable, str(HERE / "switch_migrations.py")],
+            cwd=source,
+            env=helper_env,
+            check=True,
+        )
+        (folder / "done").touch()
+    return overlay_env
+
+
 def run_app(
-    app: App, source: Path, db: str, field: str, labels: list[str], out: Path, suffix: str = ""
+    app: App,
+    source: Path,
+    db: str,
+    field: str,
+    labels: list[str],
+    out: Path,
+    short: bool,
+    suffix: str = "",
 ) -> Run:
     results = out / f"{app.name}-{db}-{field}{suffix}.json"
     log = out / f"{app.name}-{db}-{field}{suffix}.log"
@@ -179,18 +376,30 @@ def run_app(
         **os.environ,
         "SNOWFLAKE_APP_DB": db,
         "SNOWFLAKE_APP_FIELD": field,
-        "SNOWFLAKE_APP_LABELS": "" if app.pytest else " ".join(labels),
+        "SNOWFLAKE_APP_LABELS": " ".join(labels) if app.runner == "runtests.py" else "",
         "SNOWFLAKE_SUITE_RESULTS": str(results),
+        # Its test apps too: its tests' subprocesses (polymorphic's manage.py dumpdata) import
+        # them, as where its developers install it from its source.
         "PYTHONPATH": os.pathsep.join(
-            filter(None, [str(HERE), str(django_suite.HERE), os.environ.get("PYTHONPATH")])
+            filter(
+                None,
+                [
+                    str(HERE),
+                    str(django_suite.HERE),
+                    str(source / app.path) if app.path else "",
+                    os.environ.get("PYTHONPATH"),
+                ],
+            )
         ),
     }
-    command = app.command(labels if app.pytest else [], results)
+    if field == "snowflake" and app.migrated and not (short and app.short_without_migrations):
+        env |= switch_migrations(app, source, out, env)
+    command = app.command([] if app.runner == "runtests.py" else labels, results, short)
     print(f"--- {app.name} {app.version}, {db}, {field}", flush=True)
     xml = results.with_suffix(".xml")
 
     def outcomes() -> dict[str, dict[str, str]]:
-        if app.pytest:
+        if app.runner == "pytest":
             return junit_outcomes(xml) if xml.exists() else {}
         return django_suite.read_outcomes(results)
 
@@ -224,7 +433,9 @@ def compare(app: App, base: Run, switched: Run) -> list[Difference]:
     return differences
 
 
-def confirm(app: App, source: Path, db: str, differences: list[Difference], out: Path) -> None:
+def confirm(
+    app: App, source: Path, db: str, differences: list[Difference], out: Path, short: bool
+) -> None:
     """Run each real difference again alone, both ways: one that passes with the switch this
     time, or fails with the app's default too, was the machine (guardian's timing tests under
     load) and becomes ``flaky``, which does not fail the run."""
@@ -240,7 +451,8 @@ def confirm(app: App, source: Path, db: str, differences: list[Difference], out:
     labels = sorted({app.label(d.test_id) for d in real})
     print(f"    confirming {len(real)} real differences by running them again", flush=True)
     again = {
-        field: run_app(app, source, db, field, labels, out, suffix="-confirm") for field in FIELDS
+        field: run_app(app, source, db, field, labels, out, short, suffix="-confirm")
+        for field in FIELDS
     }
     for difference in real:
         label = django_suite.label_of(difference.test_id)
@@ -271,7 +483,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="print what pip must install to run the apps' suites, and run nothing",
     )
+    parser.add_argument(
+        "--git",
+        action="append",
+        default=[],
+        metavar="APP=DIR",
+        help="a clone of APP's repository, for the tests its sdist leaves out (polymorphic's); "
+        "needed once, they are kept in the cache",
+    )
     options = parser.parse_args(argv)
+    clones = dict(item.split("=", 1) for item in options.git)
     if options.requirements:
         print(*(r for name in options.app.split(",") for r in APPS[name].requirements))
         return 0
@@ -284,21 +505,35 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, object] = {"django": django.__version__, "apps": {}}
     all_differences: list[Difference] = []
     broken = []
+    missing = []
     for name in options.app.split(","):
         app = APPS[name]
         check_installed(app)
-        source = source_dir(app)
+        source = source_dir(app, Path(clones[name]) if name in clones else None)
+        if source is None:
+            # No registry has them: the run says so, and goes on with the other apps.
+            missing.append(app)
+            print(
+                f"SKIPPED {app.package} {app.version}: its sdist has no tests, and they are not "
+                f"in the cache yet: python -m tests.app_suites --app {name} --git {name}=DIR, "
+                f"DIR a clone of its repository holding {app.git_commit}",
+                flush=True,
+            )
+            continue
         labels = list(app.short) if options.short else []
         print(f"{app.package} {app.version}'s tests from {source}; logs in {out}", flush=True)
         for db in options.db.split(","):
-            runs = {field: run_app(app, source, db, field, labels, out) for field in FIELDS}
+            runs = {
+                field: run_app(app, source, db, field, labels, out, options.short)
+                for field in FIELDS
+            }
             for run in runs.values():
                 if not run.outcomes:
                     broken.append(run)
                     print(f"No results from {app.name}/{db}/{run.field}; its log ends:\n{run.tail}")
             base, switched = runs["default"], runs["snowflake"]
             differences = compare(app, base, switched)
-            confirm(app, source, db, differences, out)
+            confirm(app, source, db, differences, out, options.short)
             all_differences += differences
             modules = sorted({module_of(k) for k in {*base.outcomes, *switched.outcomes}})
             rows = django_suite.table(base, switched, differences, modules, before="default")
@@ -318,5 +553,6 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\nApp suites: {kinds['real']} real differences, {kinds['hard-coded']} hard-coded, "
         f"{kinds['flaky']} flaky, {len(broken)} broken runs"
+        + "".join(f"; {app.package}'s suite SKIPPED (no tests)" for app in missing)
     )
     return 1 if kinds["real"] or broken else 0
