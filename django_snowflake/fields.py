@@ -362,6 +362,11 @@ class _UpsertReadBack(Options):  # type: ignore[type-arg]
             return [self.pk, *fields]
         return fields
 
+    @db_returning_fields.deleter
+    def db_returning_fields(self) -> None:
+        # Options._expire_cache() deletes it (Django 6.1 lists it in FORWARD_PROPERTIES).
+        self.__dict__.pop(_RETURNING, None)
+
 
 _RETURNING = "db_returning_fields"
 _UPSERT_READERS = frozenset({"bulk_create", "_batched_insert"})
