@@ -43,11 +43,26 @@ class PrivateServer:
                 str(self.bin / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres"
             )
         else:
-            subprocess.run(
-                ["mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--user=root",
-                 "--auth-root-authentication-method=normal", "--skip-test-db"],
-                check=True, capture_output=True,
-            )  # fmt: skip
+            self._install_mariadb()
+
+    def _install_mariadb(self) -> None:
+        """Write the system tables. The bootstrap server has once failed in CI with no
+        output kept; its output now goes into the error, after a second try on a clean
+        directory, so a machine's hiccup does not fail a test about keys."""
+        command = [
+            "mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--user=root",
+            "--auth-root-authentication-method=normal", "--skip-test-db",
+        ]  # fmt: skip
+        for attempt in (1, 2):
+            done = subprocess.run(command, capture_output=True, text=True)
+            if done.returncode == 0:
+                return
+            shutil.rmtree(self.data, ignore_errors=True)
+            if attempt == 2:
+                raise RuntimeError(
+                    f"mariadb-install-db failed twice (exit {done.returncode}):\n"
+                    f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+                )
 
     def _run(self, *command: str) -> None:
         prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
