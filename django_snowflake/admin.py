@@ -167,6 +167,11 @@ def time_with_milliseconds(dt: datetime) -> SafeString:
     )
 
 
+def _moment_or(dt: datetime | None, missing: str) -> SafeString | str:
+    """:func:`time_with_milliseconds` of a moment the row may not have recorded."""
+    return missing if dt is None else time_with_milliseconds(dt)
+
+
 class SnowflakeCreatedFilter(admin.SimpleListFilter):
     """Filter a changelist by creation time: Today, Past 7 days, This month, This year.
 
@@ -425,9 +430,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
 
     @admin.display(description=_field_name("released_at"))
     def released(self, obj: WorkerNode) -> SafeString | str:
-        if obj.released_at is None:
-            return gettext("not released")
-        return time_with_milliseconds(obj.released_at)
+        return _moment_or(obj.released_at, gettext("not released"))
 
     @admin.display(description=_field_name("incarnation"))
     def incarnation_in_words(self, obj: WorkerNode) -> str:
@@ -438,9 +441,7 @@ class WorkerNodeAdmin(_WorkerNodeAdminBase):
 
     @admin.display(description=_field_name("incarnation_since"))
     def incarnation_seen(self, obj: WorkerNode) -> SafeString | str:
-        if obj.incarnation_since is None:
-            return gettext("not recorded")
-        return time_with_milliseconds(obj.incarnation_since)
+        return _moment_or(obj.incarnation_since, gettext("not recorded"))
 
     @admin.display(description=_("high-water time"))
     def high_water(self, obj: WorkerNode) -> SafeString | str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -8,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, models
 
 from django_snowflake import get_generator
 from django_snowflake.generator import SnowflakeGenerator
@@ -16,6 +17,29 @@ from harness import ROOT
 from harness.processes import reap
 
 __all__ = ["ROOT"]
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Any]]:
+    """The worker processes a test starts (objects with ``kill()``), killed at its end if
+    still running."""
+    started: list[Any] = []
+    yield started
+    for worker in started:
+        worker.kill()
+
+
+@contextlib.contextmanager
+def model_table(model: type[models.Model]) -> Iterator[None]:
+    """``model``'s table on the default database for the block, dropped after it whatever
+    the block did (a model made inside a test, under ``isolate_apps``)."""
+    with connection.schema_editor() as editor:
+        editor.create_model(model)
+    try:
+        yield
+    finally:
+        with connection.schema_editor() as editor:
+            editor.delete_model(model)
 
 
 @pytest.fixture

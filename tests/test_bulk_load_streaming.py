@@ -16,6 +16,7 @@ from django.test.utils import isolate_apps
 from django_snowflake import bulk
 from django_snowflake.bulk import BulkLoadError, bulk_load
 from django_snowflake.models import SnowflakeModel
+from tests.conftest import model_table
 from tests.testapp.models import Customer, Order
 
 
@@ -83,17 +84,12 @@ def test_a_field_that_queries_while_preparing_is_loaded_batch_by_batch() -> None
             def __str__(self) -> str:
                 return str(self.at)
 
-        with connection.schema_editor() as editor:
-            editor.create_model(Note)
-        try:
+        with model_table(Note):
             assert bulk._Plan(Customer, connection).prepares_offline
             assert not bulk._Plan(Note, connection).prepares_offline
             assert not bulk._Plan(Stamped, connection).prepares_offline
             notes = [Note(text=str(n)) for n in range(5)]
             assert bulk_load(Note, notes, batch_size=2) == 5
-        finally:
-            with connection.schema_editor() as editor:
-                editor.delete_model(Note)
 
 
 def _peak_bytes(rows: int, first: int) -> int:

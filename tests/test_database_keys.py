@@ -33,6 +33,7 @@ from django_snowflake.database_slots import (
 )
 from django_snowflake.models import WorkerNode
 from django_snowflake.vendors import install_sql, installed_slot
+from tests.conftest import model_table
 from tests.testapp.models import Basket, Customer, Writer
 
 SERVER = pytest.mark.skipif(
@@ -424,9 +425,7 @@ def test_defaults_leave_a_column_a_migration_made_for_an_auto_field_alone() -> N
             def __str__(self) -> str:
                 return str(self.pk)
 
-    with connection.schema_editor() as editor:
-        editor.create_model(Post)
-    try:
+    with model_table(Post):
         with connection.schema_editor() as editor:
             editor._snowflake_default(SwitchedPost, SwitchedPost._meta.pk)  # type: ignore[attr-defined]
         table = connection.ops.quote_name(Post._meta.db_table)
@@ -437,9 +436,6 @@ def test_defaults_leave_a_column_a_migration_made_for_an_auto_field_alone() -> N
                 else f"INSERT INTO {table} () VALUES ()"
             )
         assert Post.objects.get().pk < 100  # still numbered by the database's own sequence
-    finally:
-        with connection.schema_editor() as editor:
-            editor.delete_model(Post)
 
 
 @SERVER

@@ -178,14 +178,6 @@ def pair() -> Iterator[Pair]:
         servers.close()
 
 
-@pytest.fixture
-def workers() -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.kill()
-
-
 def after_failover(pair: Pair) -> list[object]:
     """The servers a process started after the failover connects to: both on PostgreSQL
     (libpq picks the writable one), the promoted one on MariaDB."""

@@ -145,15 +145,6 @@ class RoundRobin(Router):
 
 
 @pytest.fixture
-def processes() -> Iterator[list[Process]]:
-    """The processes a test starts, killed at its end if still running."""
-    started: list[Process] = []
-    yield started
-    for process in started:
-        process.kill()
-
-
-@pytest.fixture
 def proxy(cluster: galera.Galera) -> Iterator[RoundRobin]:
     balancer = RoundRobin(cluster.nodes)
     yield balancer
@@ -164,21 +155,21 @@ Server = galera.Node | RoundRobin
 
 
 def start(
-    processes: list[Process], tmp_path: Path, servers: dict[str, Server], go: Path, lease: int = 60
+    workers: list[Process], tmp_path: Path, servers: dict[str, Server], go: Path, lease: int = 60
 ) -> list[Process]:
     """One process per name in ``servers``, each set up and waiting for ``go``."""
     new = [Process(tmp_path, name, server, go, lease) for name, server in servers.items()]
-    processes.extend(new)
+    workers.extend(new)
     for worker in new:
         worker.wait("ready")
     return new
 
 
-def go_and_time(processes: list[Process], go: Path) -> dict[str, float]:
+def go_and_time(workers: list[Process], go: Path) -> dict[str, float]:
     """Fire the starting gun; each process's time from it to its first ID, in seconds."""
     fired = time.time() * 1000
     go.touch()
-    return {worker.name: (int(worker.wait("first")[1]) - fired) / 1000 for worker in processes}
+    return {worker.name: (int(worker.wait("first")[1]) - fired) / 1000 for worker in workers}
 
 
 def first_id_bound() -> float:
@@ -241,7 +232,7 @@ def test_every_node_reports_the_cluster_as_one_incarnation(cluster: galera.Galer
 
 
 def test_a_claim_storm_over_the_three_nodes(
-    cluster: galera.Galera, processes: list[Process], tmp_path: Path
+    cluster: galera.Galera, workers: list[Process], tmp_path: Path
 ) -> None:
     """Processes through every node claim at once with the default lease. Before: the first
     node to write held the table's incarnation, and a claim through another node waited as
@@ -251,7 +242,7 @@ def test_a_claim_storm_over_the_three_nodes(
     servers: dict[str, Server] = {
         f"node{node.number}-{n}": node for node in cluster.nodes for n in range(per_node)
     }
-    storm = start(processes, tmp_path, servers, go)
+    storm = start(workers, tmp_path, servers, go)
     firsts = go_and_time(storm, go)
     time.sleep(SECONDS)
     ids = {worker.name: worker.finish() for worker in storm}
@@ -261,17 +252,17 @@ def test_a_claim_storm_over_the_three_nodes(
 
 
 def test_processes_behind_a_round_robin_proxy(
-    proxy: RoundRobin, processes: list[Process], tmp_path: Path
+    proxy: RoundRobin, workers: list[Process], tmp_path: Path
 ) -> None:
     """Each claim and renewal (every second: a 3 s lease) opens a connection, which the proxy
     gives to the next node; a second wave of processes starts after the first has renewed
     through every node. Before: each node was an incarnation of its own, so the second wave
     met rows of other incarnations and waited as after a failover."""
     go, again = tmp_path / "go", tmp_path / "again"
-    first = start(processes, tmp_path, {f"proxy-{n}": proxy for n in range(3)}, go, lease=3)
+    first = start(workers, tmp_path, {f"proxy-{n}": proxy for n in range(3)}, go, lease=3)
     firsts = go_and_time(first, go)
     time.sleep(2.5)  # two renewals each, spread over the nodes
-    second = start(processes, tmp_path, {f"proxy-{n}": proxy for n in range(3, 6)}, again, lease=3)
+    second = start(workers, tmp_path, {f"proxy-{n}": proxy for n in range(3, 6)}, again, lease=3)
     firsts |= go_and_time(second, again)
     time.sleep(max(SECONDS, 3))
     ids = {worker.name: worker.finish() for worker in first + second}
@@ -282,7 +273,7 @@ def test_processes_behind_a_round_robin_proxy(
 
 def test_a_takeover_across_nodes_meets_a_certification_conflict(
     cluster: galera.Galera,
-    processes: list[Process],
+    workers: list[Process],
     tmp_path: Path,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
@@ -297,14 +288,14 @@ def test_a_takeover_across_nodes_meets_a_certification_conflict(
     # that retry reads the row afresh; the conflict reaches the client when it conflicts
     # again, or with no retry:
     n1.sql("SET GLOBAL wsrep_retry_autocommit = 0")
-    (holder,) = start(processes, tmp_path, {"node1-holder": n1}, go, lease=3)
+    (holder,) = start(workers, tmp_path, {"node1-holder": n1}, go, lease=3)
     go.touch()
     slot = int(holder.wait("first")[2])
     time.sleep(1)
     os.kill(holder.process.pid, signal.SIGSTOP)
     try:
         go_c = tmp_path / "go_c"
-        (taker,) = start(processes, tmp_path, {"node2-taker": n2}, go_c, lease=3)
+        (taker,) = start(workers, tmp_path, {"node2-taker": n2}, go_c, lease=3)
         n2.sql(
             "CREATE TABLE IF NOT EXISTS lag (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; "
             "INSERT IGNORE INTO lag SELECT seq, 0 FROM seq_1_to_500000",
@@ -343,7 +334,7 @@ def caught_up(node: galera.Node) -> float:
 
 
 def test_kill_9_of_a_node_and_its_rejoin(
-    cluster: galera.Galera, proxy: RoundRobin, processes: list[Process], tmp_path: Path
+    cluster: galera.Galera, proxy: RoundRobin, workers: list[Process], tmp_path: Path
 ) -> None:
     """Processes through each node and through a proxy; node 3 is killed (kill -9) and
     restarted. The others wait for node 3 until they evict it (``evs.suspect_timeout``, 3 s
@@ -353,7 +344,7 @@ def test_kill_9_of_a_node_and_its_rejoin(
     go = tmp_path / "go"
     servers: dict[str, Server] = {f"node{node.number}": node for node in cluster.nodes}
     servers |= {f"proxy-{n}": proxy for n in range(2)}
-    running = start(processes, tmp_path, servers, go, lease=3)
+    running = start(workers, tmp_path, servers, go, lease=3)
     firsts = go_and_time(running, go)
     time.sleep(1)
     n3.kill()
@@ -654,14 +645,14 @@ def test_two_nodes_of_one_name_stop_migrate(cluster: galera.Galera) -> None:
 
 
 def test_a_cluster_bootstrapped_anew_is_a_failover(
-    cluster: galera.Galera, processes: list[Process], tmp_path: Path
+    cluster: galera.Galera, workers: list[Process], tmp_path: Path
 ) -> None:
     """Every node crashes and the cluster is bootstrapped again from node 1, which recovers
     no position: Galera starts a new history (another state UUID), and a claim waits a lease
     as after any failover. (The last test: it replaces the module's cluster.)"""
     before = cluster.nodes[0].status("wsrep_cluster_state_uuid")
     go = tmp_path / "go"
-    (holder,) = start(processes, tmp_path, {"node1-before": cluster.nodes[0]}, go, lease=3)
+    (holder,) = start(workers, tmp_path, {"node1-before": cluster.nodes[0]}, go, lease=3)
     go.touch()
     holder.wait("first")
     time.sleep(0.5)
@@ -678,7 +669,7 @@ def test_a_cluster_bootstrapped_anew_is_a_failover(
     after = first.status("wsrep_cluster_state_uuid")
     assert after != before
     go_after = tmp_path / "go_after"
-    (newcomer,) = start(processes, tmp_path, {"node1-after": first}, go_after, lease=3)
+    (newcomer,) = start(workers, tmp_path, {"node1-after": first}, go_after, lease=3)
     go_after.touch()
     line = newcomer.wait("stopped")
     assert "failed over or was restored" in " ".join(line), line

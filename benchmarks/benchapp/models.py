@@ -37,17 +37,25 @@ class UUID7Key(models.Model):
         abstract = True
 
 
-class Row(models.Model):
-    """The payload of every table: a number and a short text."""
+class Labelled(models.Model):
+    """A short text: all the concurrency section's tables hold (the raw SQL inserts it)."""
 
-    value = models.IntegerField()
     label = models.CharField(max_length=32)
 
     class Meta:
         abstract = True
 
     def __str__(self) -> str:
-        return f"{self.pk}: {self.value}"
+        return f"{self.pk}: {self.label}"
+
+
+class Row(Labelled):
+    """The payload of every other table: a number and a short text."""
+
+    value = models.IntegerField()
+
+    class Meta:
+        abstract = True
 
 
 class BigAutoRow(Row):
@@ -96,17 +104,7 @@ MODELS: dict[str, type[models.Model]] = {
 
 
 # The concurrency section (benchmarks/concurrency.py): the baselines of the switch's tables in
-# benchmarks/switchapp, whose keys are SnowflakeAutoField. Only a label, as the raw SQL inserts.
-
-
-class Labelled(models.Model):
-    label = models.CharField(max_length=32)
-
-    class Meta:
-        abstract = True
-
-    def __str__(self) -> str:
-        return f"{self.pk}: {self.label}"
+# benchmarks/switchapp, whose keys are SnowflakeAutoField.
 
 
 class CreateRow(Labelled):

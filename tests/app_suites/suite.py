@@ -368,10 +368,7 @@ def run_app(
     short: bool,
     suffix: str = "",
 ) -> Run:
-    results = out / f"{app.name}-{db}-{field}{suffix}.json"
-    log = out / f"{app.name}-{db}-{field}{suffix}.log"
-    results.unlink(missing_ok=True)
-    results.with_suffix(".xml").unlink(missing_ok=True)
+    results, log = django_suite.fresh_outputs(out, f"{app.name}-{db}-{field}{suffix}")
     env = {
         **os.environ,
         "SNOWFLAKE_APP_DB": db,
@@ -527,10 +524,7 @@ def main(argv: list[str] | None = None) -> int:
                 field: run_app(app, source, db, field, labels, out, options.short)
                 for field in FIELDS
             }
-            for run in runs.values():
-                if not run.outcomes:
-                    broken.append(run)
-                    print(f"No results from {app.name}/{db}/{run.field}; its log ends:\n{run.tail}")
+            broken += django_suite.without_results(runs.values(), f"{app.name}/")
             base, switched = runs["default"], runs["snowflake"]
             differences = compare(app, base, switched)
             confirm(app, source, db, differences, out, options.short)

@@ -36,7 +36,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,9 +271,7 @@ def run_suite(
     out: Path,
     suffix: str = "",
 ) -> Run:
-    results = out / f"{db}-{field}{suffix}.json"
-    log = out / f"{db}-{field}{suffix}.log"
-    results.unlink(missing_ok=True)
+    results, log = fresh_outputs(out, f"{db}-{field}{suffix}")
     env = {
         **os.environ,
         "SNOWFLAKE_SUITE_DB": db,
@@ -294,6 +292,22 @@ def run_suite(
     shown = " ".join(command[1:]) if len(modules) < 40 else f"{' '.join(command[1:4])} ..."
     print(f"--- {db}, {field}: {shown}", flush=True)
     return timed_run(db, field, command, tests_dir, env, log, lambda: read_outcomes(results))
+
+
+def fresh_outputs(out: Path, name: str) -> tuple[Path, Path]:
+    """A run's results (``.json``) and log (``.log``) files in ``out``, with any results an
+    earlier run left there removed, so that a run which ends before its tests has none."""
+    for leftover in (f"{name}.json", f"{name}.xml"):
+        (out / leftover).unlink(missing_ok=True)
+    return out / f"{name}.json", out / f"{name}.log"
+
+
+def without_results(runs: Iterable[Run], prefix: str = "") -> list[Run]:
+    """The runs that recorded no test, each named with the end of its log."""
+    broken = [run for run in runs if not run.outcomes]
+    for run in broken:
+        print(f"No results from {prefix}{run.db}/{run.field}; the end of its log:\n{run.tail}")
+    return broken
 
 
 def read_outcomes(path: Path) -> dict[str, dict[str, str]]:
@@ -552,10 +566,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             for field in fields
         }
-        for run in runs.values():
-            if not run.outcomes:
-                broken.append(run)
-                print(f"No results from {db}/{run.field}; the end of its log:\n{run.tail}")
+        broken += without_results(runs.values())
         base, switched = runs["autofield"], runs["snowflake"]
         differences = compare(base, switched, runs.get(REFERENCE))
         if not options.reuse:
