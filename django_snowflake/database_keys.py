@@ -77,21 +77,22 @@ def column_default_vendor() -> str | None:
 
 def keys_path(connection: BaseDatabaseWrapper) -> str:
     """Which path an INSERT that leaves the key out takes on MariaDB database ``connection``:
-    ``"default"``, the column's default over the key sequence, or ``"trigger"``, the strict
-    path (``SNOWFLAKE["MARIADB_KEYS"]``; always on a Galera node, whose function is its own)."""
-    if galera.node_name(connection) is not None:
-        return mysql.KEYS_TRIGGER
+    ``"default"``, the column's default over the key sequence (a Galera node's own), or
+    ``"trigger"``, the strict path (``SNOWFLAKE["MARIADB_KEYS"]``)."""
     return mysql.keys()
 
 
 def key_default(connection: BaseDatabaseWrapper) -> str:
     """The ``DEFAULT`` of a keyed column on MariaDB database ``connection``: the key expression
-    under its slot (leased in the coordination database), or 0 on the trigger path."""
+    under its slot (leased in the coordination database; on a Galera cluster, each node's
+    under its own), or 0 on the trigger path."""
     from .conf import get_layout
 
     if keys_path(connection) == mysql.KEYS_TRIGGER:
         return "0"
     layout = get_layout()
+    if galera.node_name(connection) is not None:
+        return mysql.galera_key_expression(layout, galera.key_slots(connection, layout))
     return mysql.key_expression(layout, lease_database_slot(connection.alias, layout))
 
 
@@ -133,6 +134,8 @@ def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
         return []
     layout = get_layout()
     node = galera.node_name(connection) if connection.vendor == "mysql" else None
+    if node is not None and keys_path(connection) == mysql.KEYS_DEFAULT:
+        return galera.default_sql(connection, layout)
     statements = own_sql(connection, layout, node)
     if node is not None and "node=" not in (installed_comment(connection) or ""):
         # The first install on the cluster: every node gets a function that refuses, saying
@@ -166,16 +169,17 @@ def function_report(alias: str) -> dict[str, Any] | None:
     try:
         exists, slot = function_slot(connection)
         report["installed"] = exists
+        node = galera.node_name(connection) if connection.vendor == "mysql" else None
         if connection.vendor == "postgresql":
             report["where"] = f"schema {postgresql.schema()}"
         else:
-            node = galera.node_name(connection)
             name = connection.settings_dict["NAME"]
             report["where"] = f"node {node}" if node else f"database {name}"
         if exists and slot is not None:
             report["slot"] = f"{slot[0]}/{slot[1]}"
+            clock = SERVERS[connection.vendor].clock_sql(get_layout(), node)
             with connection.cursor() as cursor:
-                cursor.execute(SERVERS[connection.vendor].clock_sql(get_layout()))
+                cursor.execute(clock)
                 row = cursor.fetchone()
             report["behind_ms"] = None if row is None else int(row[0])
     except DatabaseError as exc:
@@ -393,9 +397,14 @@ def move_database_clocks() -> bool:
         if connection.vendor != "mysql":
             continue
         try:
+            node = galera.node_name(connection)
             with connection.cursor() as cursor:
                 mysql.move_clock(
-                    cursor, layout, lead_units=lead_units(layout), hold_units=hold_units(layout)
+                    cursor,
+                    layout,
+                    lead_units=lead_units(layout),
+                    hold_units=hold_units(layout),
+                    node=node,
                 )
         except DatabaseError:
             failed = True

@@ -12,7 +12,7 @@ from django.db.migrations.operations.base import Operation
 
 from .database_keys import install_function, keys_path, own_label, switch_keys
 from .database_slots import slot_holder
-from .vendors import installed_comment, installed_slot, mysql, postgresql
+from .vendors import galera, installed_comment, installed_slot, mysql, postgresql
 from .vendors.base import is_database_keyed
 
 
@@ -142,7 +142,8 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     """``post_migrate``: give a database whose function has no slot of its own (it was
     migrated before the coordination database) or another's (it is a copy of another database,
     or on a Galera node of another node's, by a state transfer) one, now that ``migrate`` runs
-    on it again (through that node: the others are then installed too).
+    on it again (through that node: the others are then installed too); on a Galera cluster's
+    column default, give the nodes it does not name yet theirs, whichever node it runs through.
 
     A slot whose row is gone (a test runner's flush of ``WorkerNode``, which sends
     ``post_migrate`` too) is left as it is: the function keeps issuing under it.
@@ -164,9 +165,10 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
         if not exists:
             return
         # MariaDB: the path the setting names, if the function serves the other.
-        switched = connection.vendor == "mysql" and mysql.installed_keys(
-            installed_comment(connection)
-        ) != keys_path(connection)
+        switched = connection.vendor == "mysql" and (
+            mysql.installed_keys(installed_comment(connection)) != keys_path(connection)
+            or galera.unserved(connection)  # a Galera node the keys do not name yet
+        )
         if not switched and slot is not None and slot_holder(slot) in (None, own_label(using)):
             return
     except DatabaseError:

@@ -42,6 +42,15 @@ def model_table(model: type[models.Model]) -> Iterator[None]:
             editor.delete_model(model)
 
 
+@pytest.fixture(scope="module")
+def cluster(pytestconfig: pytest.Config) -> Iterator[Any]:
+    """A 3-node MariaDB Galera cluster of the module's own (tests/test_galera*.py: a test
+    there may leave it bootstrapped anew)."""
+    from .galera_keys import started_cluster
+
+    yield from started_cluster(pytestconfig)
+
+
 @pytest.fixture
 def spawn(transactional_db: None) -> Iterator[Callable[..., subprocess.Popen[str]]]:
     """Start ``tests/worker_process.py`` (or ``module``) in a fresh interpreter on the test

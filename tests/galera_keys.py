@@ -4,24 +4,69 @@ functions, drawn through one node or all at once, with the slots recorded for th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
+
+import pytest
 
 from harness import galera
 
 from .ha_servers import ROOT
 
 DATABASE = "galera"
+#: What this machine lacks to run a cluster (the tests skip, but in CI, where they fail).
+MISSING = galera.missing()
+#: The marks of the Galera test modules (``pytestmark``).
+MARKS = [
+    pytest.mark.galera,
+    pytest.mark.skipif(
+        os.environ.get("SNOWFLAKE_TEST_DB", "sqlite") != "mariadb",
+        reason="the Galera tests run under SNOWFLAKE_TEST_DB=mariadb",
+    ),
+    pytest.mark.skipif(
+        bool(MISSING) and not os.environ.get("CI"), reason=f"no Galera here: {MISSING} missing"
+    ),
+]
+#: The configuration of the pytest run, whose terminal the measurements go to.
+REPORTER: list[pytest.Config] = []
 
 
-def environment(port: int, database: str = DATABASE) -> dict[str, str]:
-    """The environment of a Django process on the node (or proxy) at ``port``."""
+def report(line: str) -> None:
+    """A measurement, printed past pytest's capture (``-s`` not needed)."""
+    for config in REPORTER:
+        plugins = config.pluginmanager
+        with plugins.getplugin("capturemanager").global_and_fixture_disabled():
+            plugins.getplugin("terminalreporter").write_line(f"[galera] {line}")
+
+
+def started_cluster(pytestconfig: pytest.Config) -> Iterator[galera.Galera]:
+    """The ``cluster`` fixture's: 3 nodes, and the WorkerNode table's database on them."""
+    REPORTER[:] = [pytestconfig]
+    if MISSING:
+        pytest.fail(f"The Galera tests must run in CI, but {MISSING} is missing.")
+    started = time.monotonic()
+    nodes = galera.Galera()
+    try:
+        report(f"3-node Galera cluster started in {time.monotonic() - started:.1f} s")
+        nodes.nodes[0].sql(f"CREATE DATABASE {DATABASE}")
+        migrate(nodes.nodes[0], DATABASE, "django_snowflake", "0002_incarnation")
+        yield nodes
+    finally:
+        nodes.close()
+
+
+def environment(port: int, database: str = DATABASE, path: str = "") -> dict[str, str]:
+    """The environment of a Django process on the node (or proxy) at ``port``; ``path`` is
+    its ``SNOWFLAKE["MARIADB_KEYS"]`` (by default the setting's default)."""
     return {
+        **({"SNOWFLAKE_TEST_MARIADB_KEYS": path} if path else {}),
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "SNOWFLAKE_TEST_DB": "mariadb",
@@ -32,28 +77,34 @@ def environment(port: int, database: str = DATABASE) -> dict[str, str]:
     }
 
 
-def migrate(node: galera.Node, database: str, *target: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "django", "migrate", *target, "-v0"]
+def manage(
+    node: galera.Node, database: str, *command: str, path: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``manage.py <command>`` through ``node`` (``path``: see :func:`environment`)."""
     return subprocess.run(
-        command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
+        [sys.executable, "-m", "django", *command],
+        cwd=ROOT,
+        env=environment(node.port, database, path),
+        capture_output=True,
+        text=True,
     )
 
 
-def check_through(node: galera.Node, database: str) -> str:
+def migrate(
+    node: galera.Node, database: str, *target: str, path: str = ""
+) -> subprocess.CompletedProcess[str]:
+    return manage(node, database, "migrate", *target, "-v0", path=path)
+
+
+def check_through(node: galera.Node, database: str, path: str = "") -> str:
     """What ``check --database default`` says through ``node``."""
-    command = [sys.executable, "-m", "django", "check", "--database", "default"]
-    done = subprocess.run(
-        command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
-    )
+    done = manage(node, database, "check", "--database", "default", path=path)
     return done.stdout + done.stderr
 
 
-def show_worker(node: galera.Node, database: str) -> dict[str, Any]:
+def show_worker(node: galera.Node, database: str, path: str = "") -> dict[str, Any]:
     """``show_worker --json`` through ``node``."""
-    command = [sys.executable, "-m", "django", "show_worker", "--json"]
-    done = subprocess.run(
-        command, cwd=ROOT, env=environment(node.port, database), capture_output=True, text=True
-    )
+    done = manage(node, database, "show_worker", "--json", path=path)
     assert done.returncode == 0, done.stderr[-2000:]
     report: dict[str, Any] = json.loads(done.stdout)
     return report
@@ -124,3 +175,26 @@ def node_slots(node: galera.Node, database: str) -> dict[str, int]:
         label.split("@")[1]: int(worker)
         for label, worker in (line.split("\t") for line in rows.splitlines())
     }
+
+
+def killed_while_drawing(node: galera.Node, database: str) -> list[int]:
+    """The keys ``node``'s function gave for a second, until the node was killed (kill -9)
+    in the middle of its draws."""
+    drawn: list[int] = []
+    stop = threading.Event()
+
+    def load() -> None:
+        connection = connect(node, database)
+        with contextlib.suppress(Exception):
+            cursor = connection.cursor()
+            while not stop.is_set():
+                cursor.execute("SELECT django_snowflake_id() FROM seq_1_to_50")
+                drawn.extend(row[0] for row in cursor.fetchall())
+
+    loader = threading.Thread(target=load)
+    loader.start()
+    time.sleep(1)
+    node.kill()
+    stop.set()
+    loader.join()
+    return drawn

@@ -19,14 +19,12 @@ scenario issues (default 3 s: the short form, about two minutes with the cluster
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -41,61 +39,29 @@ from harness.processes import read_ids
 
 from .galera_keys import (
     DATABASE,
+    MARKS,
     check_through,
     connect,
     draw_keys,
     environment,
+    killed_while_drawing,
     migrate,
     node_slots,
     on_every_node,
+    report,
     show_worker,
 )
 from .ha_servers import ROOT, Router
 from .test_failover import Worker
 
-VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+#: The keys from the database here take the strict path, a function of its own per node
+#: (tests/test_galera_default.py: the column default).
+TRIGGER = "trigger"
 LAYOUT = BitLayout.preset("twitter")
 SECONDS = float(os.environ.get("SNOWFLAKE_GALERA_SECONDS", "3"))
 TABLE = "django_snowflake_workernode"
-MISSING = galera.missing()
 
-pytestmark = [
-    pytest.mark.galera,
-    pytest.mark.skipif(
-        VENDOR != "mariadb", reason="the Galera tests run under SNOWFLAKE_TEST_DB=mariadb"
-    ),
-    pytest.mark.skipif(
-        bool(MISSING) and not os.environ.get("CI"), reason=f"no Galera here: {MISSING} missing"
-    ),
-]
-
-
-@pytest.fixture(scope="module")
-def cluster(pytestconfig: pytest.Config) -> Iterator[galera.Galera]:
-    REPORTER[:] = [pytestconfig]
-    if MISSING:
-        pytest.fail(f"The Galera tests must run in CI, but {MISSING} is missing.")
-    started = time.monotonic()
-    nodes = galera.Galera()
-    try:
-        report(f"3-node Galera cluster started in {time.monotonic() - started:.1f} s")
-        nodes.nodes[0].sql(f"CREATE DATABASE {DATABASE}")
-        migrate(nodes.nodes[0], DATABASE, "django_snowflake", "0002_incarnation")
-        yield nodes
-    finally:
-        nodes.close()
-
-
-#: The configuration of the pytest run, whose terminal the measurements go to.
-REPORTER: list[pytest.Config] = []
-
-
-def report(line: str) -> None:
-    """A measurement, printed past pytest's capture (``-s`` not needed)."""
-    for config in REPORTER:
-        plugins = config.pluginmanager
-        with plugins.getplugin("capturemanager").global_and_fixture_disabled():
-            plugins.getplugin("terminalreporter").write_line(f"[galera] {line}")
+pytestmark = MARKS
 
 
 class Nodes:
@@ -385,7 +351,7 @@ def keys(cluster: galera.Galera) -> str:
     """A database migrated through node 1: every node has its function, under its slot."""
     cluster.nodes[0].sql(f"CREATE DATABASE {KEYS}")
     started = time.monotonic()
-    done = migrate(cluster.nodes[0], KEYS)
+    done = migrate(cluster.nodes[0], KEYS, path=TRIGGER)
     assert done.returncode == 0, done.stderr[-2000:]
     report(f"migrate through node 1 (the function on 3 nodes): {time.monotonic() - started:.1f} s")
     return KEYS
@@ -412,7 +378,7 @@ def test_the_database_function_on_every_node_at_once(cluster: galera.Galera, key
     for name, values in drawn.items():
         assert len(values) == PER_NODE
         assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
-    (function,) = show_worker(cluster.nodes[0], keys)["database_functions"]
+    (function,) = show_worker(cluster.nodes[0], keys, path=TRIGGER)["database_functions"]
     assert function["where"] == "node node1"
     assert {
         node["node"]: (node["slot"], node["function"]) for node in function["galera_nodes"]
@@ -450,23 +416,7 @@ def test_a_node_killed_and_rejoined_issues_above_its_keys(
     donor's function came with the copy: it refuses on node 3, saying to migrate through it,
     and issues again once ``migrate`` ran through node 3. The other nodes issue meanwhile."""
     n3 = cluster.nodes[2]
-    before: list[int] = []
-    stop = threading.Event()
-
-    def load() -> None:
-        connection = connect(n3, keys)
-        with contextlib.suppress(Exception):
-            cursor = connection.cursor()
-            while not stop.is_set():
-                cursor.execute("SELECT django_snowflake_id() FROM seq_1_to_50")
-                before.extend(row[0] for row in cursor.fetchall())
-
-    loader = threading.Thread(target=load)
-    loader.start()
-    time.sleep(1)
-    n3.kill()
-    stop.set()
-    loader.join()
+    before = killed_while_drawing(n3, keys)
     runs = [before]
     lines = [f"node 3 drew {len(before):,} keys until kill -9"]
     others: list[int] = []
@@ -479,7 +429,7 @@ def test_a_node_killed_and_rejoined_issues_above_its_keys(
         transfer, seconds, refusal = rejoin(n3, keys)
         if transfer == "SST":
             assert "(a state transfer copied it)" in refusal, (how, refusal)
-            done = migrate(n3, keys)
+            done = migrate(n3, keys, path=TRIGGER)
             assert done.returncode == 0, done.stderr[-2000:]
         else:
             assert not refusal, refusal
@@ -518,7 +468,7 @@ def refuses_until_migrated_through(node: galera.Node, database: str) -> None:
     with pytest.raises(subprocess.CalledProcessError) as refused:
         node.sql("SELECT django_snowflake_id()", database)
     assert "no Snowflake function of its own" in refused.value.stderr
-    done = migrate(node, database)
+    done = migrate(node, database, path=TRIGGER)
     assert done.returncode == 0, done.stderr[-2000:]
     issues_under_its_slot(node, database)
 
@@ -534,7 +484,7 @@ def test_a_node_down_during_the_first_migrate_refuses_until_migrated_through(
     n3.stop()
     try:
         cluster.nodes[0].sql(f"CREATE DATABASE {database}")
-        done = migrate(cluster.nodes[0], database)
+        done = migrate(cluster.nodes[0], database, path=TRIGGER)
         assert done.returncode == 0, done.stderr[-2000:]
     finally:
         n3.start()
@@ -555,7 +505,7 @@ def test_a_node_migrate_cannot_reach_keeps_the_refusal_and_the_log_says_which(
     n3.start(incoming=nowhere)
     try:
         cluster.nodes[0].sql(f"CREATE DATABASE {database}")
-        done = migrate(cluster.nodes[0], database)
+        done = migrate(cluster.nodes[0], database, path=TRIGGER)
         assert done.returncode == 0, done.stderr[-2000:]
         said = f"was NOT installed on Galera node node3: unreachable at {nowhere}"
         assert said in done.stderr, done.stderr[-2000:]
@@ -582,7 +532,7 @@ def test_nodes_that_advertise_no_address_are_named_and_checked(cluster: galera.G
     try:
         assert cluster.nodes[0].status("wsrep_incoming_addresses") == "AUTO,AUTO,AUTO"
         cluster.nodes[0].sql(f"CREATE DATABASE {database}")
-        done = migrate(cluster.nodes[0], database)
+        done = migrate(cluster.nodes[0], database, path=TRIGGER)
         assert done.returncode == 0, done.stderr[-2000:]
         for name in ("node2", "node3"):
             assert (
@@ -590,15 +540,15 @@ def test_nodes_that_advertise_no_address_are_named_and_checked(cluster: galera.G
                 "clients reach it (wsrep_node_incoming_address = AUTO)" in done.stderr
             ), done.stderr[-2000:]
         assert "--database=default connected to that node" in done.stderr
-        listed = show_worker(cluster.nodes[0], database)["database_functions"][0]
+        listed = show_worker(cluster.nodes[0], database, path=TRIGGER)["database_functions"][0]
         unread = {node["node"] for node in listed["galera_nodes"] if node["function"] is None}
         assert unread == {"node2", "node3"}, listed
-        said = check_through(cluster.nodes[1], database)
+        said = check_through(cluster.nodes[1], database, path=TRIGGER)
         assert "django_snowflake.W058" in said and "Galera node node2 " in said, said
-        assert "W058" not in check_through(cluster.nodes[0], database)
+        assert "W058" not in check_through(cluster.nodes[0], database, path=TRIGGER)
         for node in cluster.nodes[1:]:
             refuses_until_migrated_through(node, database)
-        assert "W058" not in check_through(cluster.nodes[1], database)
+        assert "W058" not in check_through(cluster.nodes[1], database, path=TRIGGER)
         drawn, _ = on_every_node(cluster.nodes, database, 300)
         everything = [value for values in drawn.values() for value in values]
         assert len(everything) == 900 and len(set(everything)) == 900
@@ -622,7 +572,7 @@ def test_migrate_replaces_the_refusal_of_the_version_before(
         "RETURN NULL; END"
     )
     connection.close()
-    done = migrate(cluster.nodes[0], keys)
+    done = migrate(cluster.nodes[0], keys, path=TRIGGER)
     assert done.returncode == 0, done.stderr[-2000:]
     drawn, _ = on_every_node(cluster.nodes, keys, 100)
     slots = node_slots(cluster.nodes[0], keys)
@@ -637,7 +587,7 @@ def test_two_nodes_of_one_name_stop_migrate(cluster: galera.Galera) -> None:
     n2.sql("SET GLOBAL wsrep_node_name = 'node1'")
     try:
         cluster.nodes[0].sql(f"CREATE DATABASE {database}")
-        done = migrate(cluster.nodes[0], database)
+        done = migrate(cluster.nodes[0], database, path=TRIGGER)
     finally:
         n2.sql("SET GLOBAL wsrep_node_name = 'node2'")
     assert done.returncode != 0

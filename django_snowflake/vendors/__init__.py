@@ -73,6 +73,12 @@ def function_slot(connection: BaseDatabaseWrapper) -> tuple[bool, tuple[int, int
     comment = installed_comment(connection)
     if comment is None:
         return False, None
+    listed = mysql.galera_nodes(comment)
+    if listed is not None:  # a Galera cluster's one function: the slot of this node
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT @@wsrep_node_name")
+            (node,) = cursor.fetchone()
+        comment = f"slot={listed.get(mysql.node_key(node), 'none')}"
     found = COMMENT.search(comment)
     if found is None or found.group(1) is None:
         return True, None

@@ -1,8 +1,11 @@
-"""A Galera cluster: every node has a function of its own (:mod:`.mysql`, ``node``).
+"""A Galera cluster: every node draws keys from sequences only it draws, under a slot of its
+own (label ``database:<alias>@<wsrep_node_name>``).
 
-Over sequences only that node draws, under a slot of its own (label
-``database:<alias>@<wsrep_node_name>``): ``migrate`` through one node installs it on every node
-it can reach (:func:`install`).
+On the column-default path (:func:`default_sql`), one ``migrate`` through any node serves every
+node the cluster names: the keyed columns' ``DEFAULT`` and the one function choose the node's
+sequence by ``@@wsrep_node_name``, all replicated. On the trigger path every node has a function
+of its own (:mod:`.mysql`, ``node``): ``migrate`` through one node installs it on every node it
+can reach (:func:`install`).
 """
 
 from __future__ import annotations
@@ -16,11 +19,11 @@ from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
-from ..database_slots import database_label, labelled_slots
+from ..database_slots import database_label, labelled_slots, lease_database_slot
 from ..exceptions import SnowflakeError
 from ..layout import BitLayout
-from . import installed_comment, own_sql
-from .base import comment
+from . import installed_comment, mysql, own_sql
+from .base import comment, lead_units
 from .mysql import refusal_sql
 
 logger = logging.getLogger("django_snowflake")
@@ -37,16 +40,76 @@ def node_name(connection: BaseDatabaseWrapper) -> str | None:
 
 
 def stranger(alias: str) -> bool:
-    """Whether the Galera node of database ``alias`` has a function that is not its own:
-    another node's, which a state transfer copied there, the refusal of a ``migrate`` that did
-    not reach it, or one of a version before the nodes had their own. ``migrate`` through the
-    node replaces it."""
+    """Whether the Galera node of database ``alias`` has no keys of its own: on the trigger
+    path a function that is not its own (another node's, which a state transfer copied there,
+    the refusal of a ``migrate`` that did not reach it, or one of a version before the nodes
+    had their own); on the column-default path, a node the keys' expression does not name (it
+    joined after the last ``migrate``). ``migrate`` through the node gives it its own."""
     connection = connections[alias]
     if connection.vendor != "mysql":
         return False
     node = node_name(connection)
-    found = re.search(r" node=(.*)$", installed_comment(connection) or "")
-    return node is not None and (found is None or found.group(1) != node)
+    return node is not None and not _served(installed_comment(connection), node)
+
+
+def _served(comment: str | None, node: str) -> bool:
+    """Whether the function with ``comment`` gives keys of its own on ``node``."""
+    listed = mysql.galera_nodes(comment)
+    if listed is not None:
+        return mysql.node_key(node) in listed
+    found = re.search(r" node=(.*)$", comment or "")
+    return found is not None and found.group(1) == node
+
+
+def unserved(connection: BaseDatabaseWrapper) -> bool:
+    """Whether the cluster's column-default keys leave out a node of the cluster (one that
+    was down, or not yet a member, at the last ``migrate``); ``False`` off that path."""
+    listed = mysql.galera_nodes(installed_comment(connection))
+    if listed is None:
+        return False
+    with connection.cursor() as cursor:
+        names = [name for name, _address, _uuid in _members(cursor) if name]
+    return any(mysql.node_key(name) not in listed for name in names)
+
+
+def member_names(connection: BaseDatabaseWrapper) -> list[str]:
+    """The ``wsrep_node_name`` of every node of ``connection``'s cluster that says it (all,
+    from ``mysql.wsrep_cluster_members``), this node's first."""
+    with connection.cursor() as cursor:
+        cursor.execute(_IDENTITY)
+        here, _ = cursor.fetchone()
+        names = [name for name, _address, _uuid in _members(cursor) if name]
+    if len(names) != len(set(names)):
+        raise SnowflakeError(
+            "Two nodes of the Galera cluster have one name (wsrep_node_name): each node's "
+            "Snowflake keys need a name of its own."
+        )
+    return [here, *sorted(set(names) - {here})]
+
+
+def key_slots(connection: BaseDatabaseWrapper, layout: BitLayout) -> dict[str, Any]:
+    """Every node's slot, by name: leased for each node of ``connection``'s cluster."""
+    alias = connection.alias
+    return {name: lease_database_slot(alias, layout, name) for name in member_names(connection)}
+
+
+def default_sql(connection: BaseDatabaseWrapper, layout: BitLayout) -> list[str]:
+    """The column-default path of the cluster of ``connection`` (:func:`.mysql.galera_key_sql`):
+    every node it names served from this one ``migrate``. The sequences set are this node's,
+    those of nodes not served before, and all of them when the cluster leaves the trigger
+    path (no node draws them then)."""
+    slots = key_slots(connection, layout)
+    here = next(iter(slots))
+    served = mysql.galera_nodes(installed_comment(connection))
+    moving = {name for name in slots if served is None or mysql.node_key(name) not in served}
+    return mysql.galera_key_sql(
+        layout,
+        slots,
+        here=here,
+        moving=moving | {here},
+        lead_units=lead_units(layout),
+        comment=comment(layout, slots[here], connection.alias, None),
+    )
 
 
 def refusal_statement(alias: str, layout: BitLayout) -> str:
@@ -230,18 +293,26 @@ def install(editor: BaseDatabaseSchemaEditor, statements: list[str]) -> None:
 def nodes_report(alias: str) -> list[dict[str, Any]]:
     """Every node of the Galera cluster database ``alias`` is on, as ``show_worker`` lists
     them: its ``node`` name, its ``slot`` (``"W/D"`` as the coordination database records it
-    for that node's function, ``None`` without one) and ``function``: ``"own"``, ``"other"``
-    (the refusal of a first ``migrate`` that did not reach it, or another node's, copied by a
-    state transfer) or ``None`` when it cannot be read from here (``reason`` says why). ``[]``
-    off Galera."""
+    for that node, ``None`` without one) and ``function``: ``"own"`` (keys of its own),
+    ``"other"`` (on the trigger path the refusal of a first ``migrate`` that did not reach it,
+    or another node's function, copied by a state transfer; on the column-default path a node
+    the keys' expression does not name) or ``None`` when it cannot be read from here
+    (``reason`` says why). ``[]`` off Galera."""
     connection = connections[alias]
     here = node_name(connection) if connection.vendor == "mysql" else None
     if here is None:
         return []
     slots = labelled_slots(database_label(alias, ""))
-    found = [(here, connection, "")] + [
-        (peer.name, peer.connection, peer.reason) for peer in peers(connection)
-    ]
+    cluster_wide = installed_comment(connection)
+    found: list[tuple[str, BaseDatabaseWrapper | None, str]]
+    if mysql.galera_nodes(cluster_wide) is not None:
+        # One function for the whole cluster, replicated: read here for every node.
+        found = [(name, None, "") for name in member_names(connection)]
+    else:
+        cluster_wide = None
+        found = [(here, connection, "")] + [
+            (peer.name, peer.connection, peer.reason) for peer in peers(connection)
+        ]
     report = []
     try:
         for name, node, reason in found:
@@ -252,9 +323,9 @@ def nodes_report(alias: str) -> list[dict[str, Any]]:
                 "function": None,
                 "reason": reason,
             }
-            if node is not None:
-                mine = re.search(r" node=(.*)$", installed_comment(node) or "")
-                entry["function"] = "own" if mine and mine.group(1) == name else "other"
+            if cluster_wide is not None or node is not None:
+                comment_there = cluster_wide if node is None else installed_comment(node)
+                entry["function"] = "own" if _served(comment_there, name) else "other"
             report.append(entry)
     finally:
         for _name, node, _reason in found[1:]:

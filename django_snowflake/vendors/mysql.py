@@ -75,8 +75,11 @@ and drawn without a lock that anyone waits for:
 The install statements are idempotent, and carry the clock of earlier versions (a one-row
 MyISAM table ``base`` beside the same ``counter``) over before they drop it.
 
-**A Galera node** (``node``) gets a clock of its own: the same function over sequences named
-after it (``django_snowflake_id_<node>_counter``...), under a slot of its own. Galera neither
+**A Galera cluster** draws, on each node, sequences only that node draws, under the node's own
+slot. On the column-default path the ``DEFAULT`` and the one function choose them by
+``@@wsrep_node_name`` (:func:`galera_key_expression`), each node's sequence moved by its own
+heartbeats (:class:`KeyClock`). On the trigger path, below, each node
+(``node``) gets a clock of its own: the same function over sequences named after it (``django_snowflake_id_<node>_counter``...), under a slot of its own. Galera neither
 certifies nor serialises a sequence's draws across nodes (one sequence drawn on two nodes at
 once repeats values) and ``GET_LOCK`` is a node's own, but a sequence only one node draws is
 safe: its draws replicate as row images to the others, so a node that rejoins by a state
@@ -292,6 +295,36 @@ class _Clock:
         return MYSQL_INCARNATION_SQL if self.node is None else "@@wsrep_node_name"
 
 
+@dataclasses.dataclass(frozen=True)
+class KeyClock:
+    """What the column-default path draws and moves: the server's key sequence and the table
+    of the incarnation it last skipped for, or a Galera node's own (``node``), which only that
+    node draws and moves (one sequence drawn or set on two nodes at once repeats values)."""
+
+    node: str | None = None
+
+    @property
+    def sequence(self) -> str:
+        return KEY_SEQUENCE if self.node is None else f"{node_prefix(self.node)}key"
+
+    @property
+    def table(self) -> str:
+        return CLOCK_TABLE if self.node is None else f"{node_prefix(self.node)}clock"
+
+    @property
+    def incarnation(self) -> str:
+        return MYSQL_INCARNATION_SQL if self.node is None else GALERA_INCARNATION_SQL
+
+    def create_sql(self) -> list[str]:
+        return [
+            # Galera refuses a cached sequence; on one server the cache spares a write per key.
+            f"CREATE SEQUENCE IF NOT EXISTS {self.sequence} START WITH 0 MINVALUE 0"
+            + ("" if self.node is None else " NOCACHE"),
+            f"CREATE TABLE IF NOT EXISTS {self.table} "
+            "(id TINYINT NOT NULL PRIMARY KEY, incarnation VARCHAR(255) NOT NULL) ENGINE=InnoDB",
+        ]
+
+
 def mysql_function_sql(
     layout: BitLayout,
     slot: tuple[int, int] | None,
@@ -331,16 +364,12 @@ def mysql_function_sql(
         "run manage.py migrate through this node",
     )
     # Above every key of the column-default path too (a switch back from it), a lead ahead:
-    # its columns draw the key sequence until they get their trigger. Not on a Galera node,
-    # which has no key sequence.
-    key = "0" if node is not None else f"(SELECT next_not_cached_value FROM {KEY_SEQUENCE})"
+    # its columns draw the key sequence until they get their trigger.
+    keys = KeyClock(node)
+    key = f"(SELECT next_not_cached_value FROM {keys.sequence})"
     return [
         *_trigger_clock_sql(clock),
-        *(
-            []
-            if node is not None
-            else [f"CREATE SEQUENCE IF NOT EXISTS {KEY_SEQUENCE} START WITH 0 MINVALUE 0"]
-        ),
+        keys.create_sql()[0],
         # The server the function is first installed on is the clock's own.
         *seen.setval_sql(f"IF({seen.sum_sql()} = 0, CRC32({clock.incarnation}), 0)"),
         # So that the carry-over reads a table whether or not an earlier version left one.
@@ -364,7 +393,7 @@ def mysql_function_sql(
         ),
         f"DROP TABLE IF EXISTS {OLD_BASE}",
         # The heartbeats move the key sequence while this table says it is in use.
-        *([] if node is not None else [f"DROP TABLE IF EXISTS {CLOCK_TABLE}"]),
+        f"DROP TABLE IF EXISTS {keys.table}",
     ]
 
 
@@ -602,31 +631,72 @@ def install_sql(
 
 
 def keys() -> str:
-    """``SNOWFLAKE["MARIADB_KEYS"]``: which path a MariaDB database (not a Galera node, which
-    keeps the trigger) takes."""
+    """``SNOWFLAKE["MARIADB_KEYS"]``: which path a MariaDB database takes."""
     from ..conf import get_settings
 
     return str(get_settings()["MARIADB_KEYS"])
 
 
-def key_expression(layout: BitLayout, slot: tuple[int, int] | None) -> str:
+def key_expression(
+    layout: BitLayout, slot: tuple[int, int] | None, sequence: str = KEY_SEQUENCE
+) -> str:
     """The ``DEFAULT`` of a keyed column on the column-default path: a Snowflake of ``slot``
-    from one draw of :data:`KEY_SEQUENCE` (``PREVIOUS VALUE FOR`` is that draw, evaluated
-    after it, left to right). Without a slot, a draw of :data:`NO_SLOT_SEQUENCE`, which fails."""
+    from one draw of ``sequence`` (``PREVIOUS VALUE FOR`` is that draw, evaluated after it,
+    left to right). Without a slot, a draw of :data:`NO_SLOT_SEQUENCE`, which fails."""
     if slot is None:
         return f"NEXT VALUE FOR {NO_SLOT_SEQUENCE}"
     unit = 1 << layout.sequence_bits
     fixed = layout.compose(0, worker_id=slot[0], datacenter_id=slot[1])
     return (
-        f"(NEXT VALUE FOR {KEY_SEQUENCE}) DIV {unit} * {1 << layout.time_shift} + {fixed} + "
-        f"(PREVIOUS VALUE FOR {KEY_SEQUENCE}) MOD {unit}"
+        f"(NEXT VALUE FOR {sequence}) DIV {unit} * {1 << layout.time_shift} + {fixed} + "
+        f"(PREVIOUS VALUE FOR {sequence}) MOD {unit}"
     )
 
 
-def _key_function_sql(layout: BitLayout, slot: tuple[int, int] | None, comment: str) -> str:
-    """``django_snowflake_id()`` on the column-default path: the columns' key, from the same
-    sequence (a caller that draws it gets a key no INSERT gets)."""
-    return _header(comment) + f"BEGIN\n    RETURN {key_expression(layout, slot)};\nEND"
+def galera_key_expression(layout: BitLayout, slots: dict[str, tuple[int, int] | None]) -> str:
+    """:func:`key_expression` on a Galera cluster: each node (``slots``: the nodes by
+    ``wsrep_node_name``) draws its own sequence under its own slot. ``CASE`` evaluates only
+    the branch it takes, so a node draws no other node's sequence; a node the expression does
+    not name (one that joined after the last ``migrate``) draws :data:`NO_SLOT_SEQUENCE`,
+    which fails, naming it."""
+    branches = " ".join(
+        f"WHEN '{name.replace(chr(39), chr(39) * 2)}' THEN "
+        f"{key_expression(layout, slot, KeyClock(name).sequence)}"
+        for name, slot in sorted(slots.items())
+    )
+    return f"CASE @@wsrep_node_name {branches} ELSE NEXT VALUE FOR {NO_SLOT_SEQUENCE} END"
+
+
+def _key_function_sql(expression: str, comment: str) -> str:
+    """``django_snowflake_id()`` on the column-default path: the columns' key ``expression``,
+    from the same sequence (a caller that draws it gets a key no INSERT gets)."""
+    return _header(comment) + f"BEGIN\n    RETURN {expression};\nEND"
+
+
+def _no_slot_sql() -> list[str]:
+    return [
+        # Spent at once: a draw fails, naming it.
+        f"CREATE SEQUENCE IF NOT EXISTS {NO_SLOT_SEQUENCE} START WITH 0 MINVALUE 0 MAXVALUE 1 "
+        "NOCACHE",
+        f"DO SETVAL({NO_SLOT_SEQUENCE}, 1)",
+    ]
+
+
+def _start_key_sql(layout: BitLayout, node: str | None, lead_units: int) -> list[str]:
+    """Raise the key sequence of the server (or of Galera node ``node``) to a lead above the
+    wall clock and above every key the trigger path's function issued there (its clock
+    ``base + counter``, kept, so that a switch back starts above this one)."""
+    clock = _Clock(layout, node)
+    unit = 1 << layout.sequence_bits
+    trigger_m = f"({clock.base.sum_sql()} + (SELECT next_not_cached_value FROM {clock.counter}))"
+    target = f"GREATEST({now_units_sql(layout)} * {unit}, {trigger_m}) + {lead_units * unit}"
+    sequence = KeyClock(node).sequence
+    return [
+        *_trigger_clock_sql(clock),
+        *KeyClock(node).create_sql(),
+        f"SET {SETVAL_VARIABLE} = {target}",
+        f"EXECUTE IMMEDIATE CONCAT('DO SETVAL({sequence}, ', {SETVAL_VARIABLE}, ')')",
+    ]
 
 
 def key_sql(
@@ -644,69 +714,115 @@ def key_sql(
 
     The function is replaced right after the sequence is set: from then on the triggers that
     remain until the tables get their default call it, so both draw the one sequence."""
-    clock = _Clock(layout, None)
-    unit = 1 << layout.sequence_bits
-    trigger_m = f"({clock.base.sum_sql()} + (SELECT next_not_cached_value FROM {clock.counter}))"
-    target = f"GREATEST({now_units_sql(layout)} * {unit}, {trigger_m}) + {lead_units * unit}"
     return [
-        *_trigger_clock_sql(clock),
-        f"CREATE SEQUENCE IF NOT EXISTS {KEY_SEQUENCE} START WITH 0 MINVALUE 0",
-        # Spent at once: a draw fails, naming it.
-        f"CREATE SEQUENCE IF NOT EXISTS {NO_SLOT_SEQUENCE} START WITH 0 MINVALUE 0 MAXVALUE 1 "
-        "NOCACHE",
-        f"DO SETVAL({NO_SLOT_SEQUENCE}, 1)",
-        f"CREATE TABLE IF NOT EXISTS {CLOCK_TABLE} "
-        "(id TINYINT NOT NULL PRIMARY KEY, incarnation VARCHAR(255) NOT NULL) ENGINE=InnoDB",
+        *_no_slot_sql(),
+        *_start_key_sql(layout, None, lead_units),
         # The server the path is installed on is the clock's own.
         f"INSERT IGNORE INTO {CLOCK_TABLE} (id, incarnation) VALUES (1, {MYSQL_INCARNATION_SQL})",
-        f"SET {SETVAL_VARIABLE} = {target}",
-        f"EXECUTE IMMEDIATE CONCAT('DO SETVAL({KEY_SEQUENCE}, ', {SETVAL_VARIABLE}, ')')",
-        _key_function_sql(layout, slot, comment)
+        _key_function_sql(key_expression(layout, slot), comment)
         if slot is not None
         else refusal_sql(comment, refusal),
     ]
 
 
-def move_clock(cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: int) -> str:
-    """Move the key sequence of ``cursor``'s database forward: to the wall clock (a ``SETVAL``
-    that a sequence already ahead ignores), or, the first time a new incarnation is seen (a
-    failover, a restore), past anything the old primary may have issued:
+#: What the function's comment says on a Galera cluster's column-default path: each node it
+#: serves, by the key of its sequences' names, and its slot (``nodes=node1:1023/0,...``).
+NODES = re.compile(r" nodes=(\S*)")
+
+
+def galera_nodes(comment: str | None) -> dict[str, str] | None:
+    """The nodes (by :func:`node_prefix`'s key) and slots ``"W/D"`` a Galera cluster's
+    column-default function serves, from its ``comment``; ``None`` off that path."""
+    found = NODES.search(comment or "")
+    if found is None:
+        return None
+    return dict(entry.split(":", 1) for entry in found.group(1).split(",") if ":" in entry)
+
+
+def node_key(node: str) -> str:
+    """How ``node`` is named in the comment: the part of :func:`node_prefix` after ours."""
+    return node_prefix(node)[len(PREFIX) : -1]
+
+
+def galera_key_sql(
+    layout: BitLayout,
+    slots: dict[str, tuple[int, int] | None],
+    *,
+    here: str,
+    moving: set[str],
+    lead_units: int,
+    comment: str,
+) -> list[str]:
+    """The column-default path of a Galera cluster, run through node ``here`` and replicated
+    to every node: each node's key sequence (``NOCACHE``, as Galera needs) and clock table,
+    and one ``django_snowflake_id()`` over :func:`galera_key_expression`.
+
+    A sequence is set only where no node draws it meanwhile: those of ``moving`` (``here``,
+    nodes the expression did not name before, every node when the cluster leaves the trigger
+    path, whose function draws other sequences), raised as :func:`_start_key_sql` says.
+    Another node's sequence is moved by that node's own heartbeats."""
+    listed = ",".join(
+        f"{node_key(name)}:{'none' if slot is None else f'{slot[0]}/{slot[1]}'}"
+        for name, slot in sorted(slots.items())
+    )
+    statements = _no_slot_sql()
+    for name in sorted(slots):
+        if name in moving:
+            statements += _start_key_sql(layout, name, lead_units)
+        else:
+            statements += KeyClock(name).create_sql()
+    table = KeyClock(here).table
+    return [
+        *statements,
+        f"INSERT IGNORE INTO {table} (id, incarnation) VALUES (1, {GALERA_INCARNATION_SQL})",
+        _key_function_sql(
+            galera_key_expression(layout, slots), f"{comment} {KEYS_COMMENT} nodes={listed}"
+        ),
+    ]
+
+
+def move_clock(
+    cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: int, node: str | None = None
+) -> str:
+    """Move the key sequence of ``cursor``'s database (of its Galera node ``node``: only the
+    node that draws a sequence may set it) forward: to the wall clock (a ``SETVAL`` that a
+    sequence already ahead ignores), or, the first time a new incarnation is seen (a failover,
+    a restore, a node's new run), past anything the old one may have issued:
     ``max(now, replayed value) + hold + 2 * lead`` units, under a lock so that one session
     skips while the others wait for it. Returns ``"moved"``, ``"skipped"`` or ``""`` (the
     database is on the trigger path, no clock table, or read-only, a replica)."""
+    clock = KeyClock(node)
     unit = 1 << layout.sequence_bits
     now = now_units_sql(layout)
     # A read-only server is a replica (an alias for reads): its sequence follows the
     # primary's, and a skip there would diverge from it.
     cursor.execute(
         "SELECT @@read_only, EXISTS (SELECT 1 FROM information_schema.TABLES "
-        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{CLOCK_TABLE}')"
+        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{clock.table}')"
     )
     read_only, on_default_path = cursor.fetchone()
     if read_only or not on_default_path:
         return ""
     cursor.execute(
-        f"SELECT incarnation = {MYSQL_INCARNATION_SQL}, {now} * {unit} - 1 "
-        f"FROM {CLOCK_TABLE} WHERE id = 1"
+        f"SELECT incarnation = {clock.incarnation}, {now} * {unit} - 1 "
+        f"FROM {clock.table} WHERE id = 1"
     )
     row = cursor.fetchone()
     if row is not None and row[0]:
-        cursor.execute(f"DO SETVAL({KEY_SEQUENCE}, %s)", [int(row[1])])
+        cursor.execute(f"DO SETVAL({clock.sequence}, %s)", [int(row[1])])
         return "moved"
     cursor.execute(f"DO GET_LOCK({LOCK_SQL}, 10)")
     try:
-        cursor.execute(
-            f"SELECT incarnation = {MYSQL_INCARNATION_SQL} FROM {CLOCK_TABLE} WHERE id = 1"
-        )
+        cursor.execute(f"SELECT incarnation = {clock.incarnation} FROM {clock.table} WHERE id = 1")
         row = cursor.fetchone()
         if row is None or not row[0]:
             cursor.execute(
                 f"SELECT (GREATEST({now}, next_not_cached_value DIV {unit}) "
-                f"+ {hold_units + 2 * lead_units}) * {unit} FROM {KEY_SEQUENCE}"
+                f"+ {hold_units + 2 * lead_units}) * {unit} FROM {clock.sequence}"
             )
-            cursor.execute(f"DO SETVAL({KEY_SEQUENCE}, %s)", [int(cursor.fetchone()[0])])
+            cursor.execute(f"DO SETVAL({clock.sequence}, %s)", [int(cursor.fetchone()[0])])
             cursor.execute(
-                f"REPLACE INTO {CLOCK_TABLE} (id, incarnation) VALUES (1, {MYSQL_INCARNATION_SQL})"
+                f"REPLACE INTO {clock.table} (id, incarnation) VALUES (1, {clock.incarnation})"
             )
     finally:
         cursor.execute(f"DO RELEASE_LOCK({LOCK_SQL})")
@@ -728,7 +844,7 @@ KEYED_COLUMNS_SQL = (
     "UNION ALL SELECT event_object_table, action_statement, 1 FROM information_schema.triggers "
     "WHERE trigger_schema = DATABASE() AND action_statement LIKE %s"
 )
-KEYED_COLUMNS_PARAMS = [f"%{KEY_SEQUENCE}%", f"%{NO_SLOT_SEQUENCE}%", f"%{FUNCTION}()%"]
+KEYED_COLUMNS_PARAMS = [f"%{PREFIX}%key%", f"%{NO_SLOT_SEQUENCE}%", f"%{FUNCTION}()%"]
 
 
 def keyed_columns(rows: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
@@ -819,13 +935,15 @@ def key_changed_sql(
     return statements
 
 
-def clock_sql(layout: BitLayout) -> str:
-    """The query of how far (ms) the key sequence, the time of the next key a column default
-    gives, is behind the server's now (negative: ahead); no row off the default path."""
+def clock_sql(layout: BitLayout, node: str | None = None) -> str:
+    """The query of how far (ms) the key sequence (of Galera node ``node``), the time of the
+    next key a column default gives, is behind the server's now (negative: ahead); no row off
+    the default path."""
+    clock = KeyClock(node)
     unit = 1 << layout.sequence_bits
     return (
         f"SELECT ({now_units_sql(layout)} - next_not_cached_value DIV {unit}) * "
-        f"{layout.time_unit_ms} FROM {KEY_SEQUENCE} WHERE EXISTS (SELECT 1 FROM "
+        f"{layout.time_unit_ms} FROM {clock.sequence} WHERE EXISTS (SELECT 1 FROM "
         "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-        f"AND TABLE_NAME = '{CLOCK_TABLE}')"
+        f"AND TABLE_NAME = '{clock.table}')"
     )

@@ -421,9 +421,9 @@ END $snowflake$"""
     return statements
 
 
-def clock_sql(layout: BitLayout) -> str:
+def clock_sql(layout: BitLayout, node: None = None) -> str:
     """The query of how far (ms) the function's clock, the time of its last key, is behind the
-    server's now (negative: ahead, a burst's lead)."""
+    server's now (negative: ahead, a burst's lead). ``node`` is MariaDB's (a Galera node)."""
     now_units = (
         f"floor((extract(epoch from clock_timestamp()) * 1000 - {layout.epoch_ms})"
         f" / {layout.time_unit_ms})::bigint"
