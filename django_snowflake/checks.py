@@ -51,6 +51,44 @@ def _join(values: Any) -> str:
     return ", ".join(map(str, values))
 
 
+#: The check ID, message and hint of each setting that must name one of a set
+#: (:func:`_not_one_of`).
+_NOT_ONE_OF = {
+    "LAYOUT": (
+        "E003",
+        _("LAYOUT %(value)s is not a layout preset."),
+        _("Choose one of %(presets)s; set *_BITS keys to adjust it."),
+    ),
+    "CLOCK_ROLLBACK": (
+        "E020",
+        _("CLOCK_ROLLBACK %(value)s is not a rollback policy."),
+        _("Choose one of %(policies)s."),
+    ),
+    "DATABASE": (
+        "E034",
+        _("DATABASE %(value)s is not a key of settings.DATABASES."),
+        _("Use one of %(aliases)s."),
+    ),
+    "MARIADB_KEYS": (
+        "E054",
+        _("MARIADB_KEYS must be one of %(choices)s, not %(value)s."),
+        _(
+            'Use "default" (the column default over one sequence: the speed of '
+            'AUTO_INCREMENT) or "trigger" (the strict path: the failover skip inside '
+            "every INSERT, at a cost to every INSERT into a keyed table)."
+        ),
+    ),
+}
+
+
+def _not_one_of(values: Mapping[str, Any], key: str, **choices: Any) -> CheckMessage:
+    """The error of setting ``key``, whose value is not one of the set its keyword names (the
+    placeholder of the words that list it)."""
+    id, msg, hint = _NOT_ONE_OF[key]
+    joined = {name: _join(members) for name, members in choices.items()}
+    return _error(id, msg, hint, value=repr(values[key]), **joined)
+
+
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:
     """Every problem with ``settings.SNOWFLAKE``, as errors and warnings with hints."""
     raw = conf.user_settings()
@@ -119,34 +157,14 @@ def _check_mariadb_keys(values: Mapping[str, Any], messages: list[CheckMessage])
     from .vendors.mysql import KEYS
 
     if values["MARIADB_KEYS"] not in KEYS:
-        messages.append(
-            _error(
-                "E054",
-                _("MARIADB_KEYS must be one of %(choices)s, not %(value)s."),
-                _(
-                    'Use "default" (the column default over one sequence: the speed of '
-                    'AUTO_INCREMENT) or "trigger" (the strict path: the failover skip inside '
-                    "every INSERT, at a cost to every INSERT into a keyed table)."
-                ),
-                choices=_join(KEYS),
-                value=repr(values["MARIADB_KEYS"]),
-            )
-        )
+        messages.append(_not_one_of(values, "MARIADB_KEYS", choices=KEYS))
 
 
 def _check_layout(values: Mapping[str, Any], messages: list[CheckMessage]) -> BitLayout | None:
     errors = len(messages)
     preset = values["LAYOUT"]
     if not isinstance(preset, str) or preset not in PRESETS:
-        messages.append(
-            _error(
-                "E003",
-                _("LAYOUT %(value)s is not a layout preset."),
-                _("Choose one of %(presets)s; set *_BITS keys to adjust it."),
-                value=repr(preset),
-                presets=_join(PRESETS),
-            )
-        )
+        messages.append(_not_one_of(values, "LAYOUT", presets=PRESETS))
         return None
     arguments = conf.layout_arguments(values)
     for key, argument in conf.LAYOUT_KEYS.items():
@@ -286,15 +304,7 @@ def _check_policy(
 ) -> None:
     policy = values["CLOCK_ROLLBACK"]
     if policy not in POLICIES:
-        messages.append(
-            _error(
-                "E020",
-                _("CLOCK_ROLLBACK %(value)s is not a rollback policy."),
-                _("Choose one of %(policies)s."),
-                value=repr(policy),
-                policies=_join(POLICIES),
-            )
-        )
+        messages.append(_not_one_of(values, "CLOCK_ROLLBACK", policies=POLICIES))
     bound = values["MAX_ROLLBACK_MS"]
     if not is_int(bound) or not 0 <= bound <= MAX_ROLLBACK_LIMIT_MS:
         messages.append(
@@ -363,15 +373,7 @@ def _check_allocator(
         messages.extend(allocator.check(values, layout))
     alias = values["DATABASE"]
     if not isinstance(alias, str) or alias not in settings.DATABASES:
-        messages.append(
-            _error(
-                "E034",
-                _("DATABASE %(value)s is not a key of settings.DATABASES."),
-                _("Use one of %(aliases)s."),
-                value=repr(alias),
-                aliases=_join(map(repr, settings.DATABASES)),
-            )
-        )
+        messages.append(_not_one_of(values, "DATABASE", aliases=map(repr, settings.DATABASES)))
     lease = values["LEASE_SECONDS"]
     if not is_int(lease) or lease < 3:
         messages.append(
