@@ -580,14 +580,15 @@ def test_migrate_replaces_the_refusal_of_the_version_before(
         assert {LAYOUT.decompose(value).worker_id for value in values} == {slots[name]}
 
 
-def test_two_nodes_of_one_name_stop_migrate(cluster: galera.Galera) -> None:
-    """Each node's function is named after its node: two nodes of one name would draw the
-    same sequences under the same slot, so ``migrate`` stops, saying why."""
-    n2, database = cluster.nodes[1], "galera_names"
+@pytest.mark.parametrize("path", [TRIGGER, "default"])
+def test_two_nodes_of_one_name_stop_migrate(cluster: galera.Galera, path: str) -> None:
+    """Each node's keys are named after its node, on both paths: two nodes of one name would
+    draw the same sequences under the same slot, so ``migrate`` stops, saying why."""
+    n2, database = cluster.nodes[1], f"galera_names_{path}"
     n2.sql("SET GLOBAL wsrep_node_name = 'node1'")
     try:
         cluster.nodes[0].sql(f"CREATE DATABASE {database}")
-        done = migrate(cluster.nodes[0], database, path=TRIGGER)
+        done = migrate(cluster.nodes[0], database, path=path)
     finally:
         n2.sql("SET GLOBAL wsrep_node_name = 'node2'")
     assert done.returncode != 0

@@ -73,18 +73,17 @@ def unserved(connection: BaseDatabaseWrapper) -> bool:
 
 
 def member_names(connection: BaseDatabaseWrapper) -> list[str]:
-    """The ``wsrep_node_name`` of every node of ``connection``'s cluster that says it (all,
-    from ``mysql.wsrep_cluster_members``), this node's first."""
-    with connection.cursor() as cursor:
-        cursor.execute(_IDENTITY)
-        here, _ = cursor.fetchone()
-        names = [name for name, _address, _uuid in _members(cursor) if name]
-    if len(names) != len(set(names)):
-        raise SnowflakeError(
-            "Two nodes of the Galera cluster have one name (wsrep_node_name): each node's "
-            "Snowflake keys need a name of its own."
-        )
-    return [here, *sorted(set(names) - {here})]
+    """The ``wsrep_node_name`` of every node of ``connection``'s cluster whose name is known,
+    this node's first: read on each node ``migrate`` can reach (so that two nodes of one name,
+    which would draw one sequence under one slot, stop it, as :func:`peers` says), else as
+    ``mysql.wsrep_cluster_members`` names it."""
+    others = peers(connection)
+    try:
+        named = [peer.name for peer in others if peer.name != peer.address]
+    finally:
+        for peer in others:
+            peer.close()
+    return [str(node_name(connection)), *sorted(named)]
 
 
 def key_slots(connection: BaseDatabaseWrapper, layout: BitLayout) -> dict[str, Any]:
@@ -96,12 +95,16 @@ def key_slots(connection: BaseDatabaseWrapper, layout: BitLayout) -> dict[str, A
 def default_sql(connection: BaseDatabaseWrapper, layout: BitLayout) -> list[str]:
     """The column-default path of the cluster of ``connection`` (:func:`.mysql.galera_key_sql`):
     every node it names served from this one ``migrate``. The sequences set are this node's,
-    those of nodes not served before, and all of them when the cluster leaves the trigger
-    path (no node draws them then)."""
+    those of nodes not served before (or served without a slot, which draw none), and all of
+    them when the cluster leaves the trigger path (no node draws them then)."""
     slots = key_slots(connection, layout)
     here = next(iter(slots))
     served = mysql.galera_nodes(installed_comment(connection))
-    moving = {name for name in slots if served is None or mysql.node_key(name) not in served}
+    moving = {
+        name
+        for name in slots
+        if served is None or served.get(mysql.node_key(name), "none") == "none"
+    }
     return mysql.galera_key_sql(
         layout,
         slots,
