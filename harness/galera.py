@@ -71,6 +71,7 @@ class Node:
         command = [
             "mariadbd", "--no-defaults", f"--datadir={self.data}", f"--port={self.port}",
             "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", *USER,
+            f"--tmpdir={self.root}",  # a server deletes every #sql file of its tmpdir at start
             f"--log-error={self.log}", "--innodb-buffer-pool-size=16M", "--skip-log-bin",
             "--innodb-flush-log-at-trx-commit=2", "--innodb-autoinc-lock-mode=2",
             "--binlog-format=ROW", "--default-storage-engine=InnoDB",
@@ -160,6 +161,7 @@ class Galera(Servers):
         first = self.nodes[0]
         subprocess.run(
             ["mariadb-install-db", "--no-defaults", f"--datadir={first.data}", *USER,
+             f"--tmpdir={first.root}",
              "--auth-root-authentication-method=normal", "--skip-test-db"],
             check=True, capture_output=True,
         )  # fmt: skip

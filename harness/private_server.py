@@ -51,6 +51,7 @@ class PrivateServer:
         directory, so a machine's hiccup does not fail a test about keys."""
         command = [
             "mariadb-install-db", "--no-defaults", f"--datadir={self.data}", "--user=root",
+            f"--tmpdir={self.root}",
             "--auth-root-authentication-method=normal", "--skip-test-db",
         ]  # fmt: skip
         for attempt in (1, 2):
@@ -85,7 +86,10 @@ class PrivateServer:
             )  # fmt: skip
             return
         self.process = subprocess.Popen(
+            # Its own tmpdir: a MariaDB server deletes every #sql file of its tmpdir when it
+            # starts, other servers' live temporary tables included (the shared server's too).
             ["mariadbd", "--no-defaults", f"--datadir={self.data}", f"--port={self.port}",
+             f"--tmpdir={self.root}",
              "--bind-address=127.0.0.1", f"--socket={self.root / 'sock'}", "--user=root",
              "--innodb-buffer-pool-size=16M", *self.options],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

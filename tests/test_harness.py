@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from harness.child import write_ids
+from harness.private_server import PrivateServer
 from harness.processes import Lines, expect_line, read_ids, reap
 
 
@@ -53,3 +57,23 @@ def test_ids_written_by_a_child_read_back(tmp_path: Path) -> None:
     path = tmp_path / "ids"
     write_ids(str(path), [1, 2**62, 7])
     assert read_ids(path) == [1, 2**62, 7]
+
+
+@pytest.mark.skipif(shutil.which("mariadbd") is None, reason="no MariaDB server here")
+def test_a_private_mariadb_leaves_other_servers_temporary_tables_alone() -> None:
+    """A MariaDB server deletes every ``#sql`` file of its tmpdir when it starts. With the
+    machine's ``/tmp`` that was the live temporary tables of every other server, the shared
+    one's included: CI's Galera test on one row failed with "Error on delete of
+    '/tmp/#sql-temptable-...MAI'" while another row started its servers. Each private server
+    now has a tmpdir of its own."""
+    other = Path(tempfile.gettempdir()) / f"#sql-temptable-{os.getpid():x}-probe.MAI"
+    other.touch()
+    server = PrivateServer("mariadb")
+    try:
+        server.start()
+    finally:
+        server.close()
+    try:
+        assert other.exists()
+    finally:
+        other.unlink(missing_ok=True)
