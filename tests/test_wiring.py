@@ -50,6 +50,7 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SNOWFLAKE_WORKER_ID", raising=False)
 
 
+@pytest.mark.django_db  # Django 6.1's JSONField check asks the database what it supports
 def test_checks_are_bound() -> None:
     # Django keeps the checks of check --deploy apart.
     registry = checks.registry.registry
