@@ -904,9 +904,10 @@ class DatabaseAllocator(BaseAllocator):
         interval = self.lease_seconds / 3
         due = time.monotonic() + interval
         # MariaDB's key sequences follow the clock by these beats (database_keys), once a
-        # second; the lease is renewed when due.
+        # second, the first at once: a process starting after an idle pause brings their lag
+        # back with its claim, not a second later. The lease is renewed when due.
         clocks = any(connection.vendor == "mysql" for connection in connections.all())
-        tick = CLOCK_SECONDS
+        tick = 0.0
         while not self._stop.wait(
             min(tick, due - time.monotonic()) if clocks else due - time.monotonic()
         ):
