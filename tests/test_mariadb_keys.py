@@ -234,7 +234,7 @@ def test_a_process_brings_the_lag_back_as_it_claims() -> None:
     move_database_clocks()
     time.sleep(3)  # idle: nothing moves the sequence
     with contextlib.closing(driver()) as db, holding_a_lease():
-        time.sleep(0.3)  # the heartbeat thread's first move: a query, not a second
+        time.sleep(0.5)  # the heartbeat thread's first move: a query, not a second
         raw_insert(db, "just-claimed")
         at = datetime.now(UTC)
     assert lag_ms(key_of("just-claimed"), at) < 1000
