@@ -57,7 +57,7 @@ def galera_node_in_words(entry: dict[str, Any], alias: str) -> str:
     """A node of :func:`~django_snowflake.vendors.galera.nodes_report`, in words."""
     values = {"node": entry["node"], "slot": entry["slot"] or gettext("none"), "alias": alias}
     if entry["function"] == "own":
-        return gettext("Galera node %(node)s: slot %(slot)s, its own function") % values
+        return gettext("Galera node %(node)s: slot %(slot)s, keys of its own") % values
     if entry["function"] == "other":
         return (
             gettext(

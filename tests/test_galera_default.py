@@ -102,6 +102,10 @@ def test_one_migrate_serves_every_node_even_those_that_advertise_no_address(
         (function,) = show_worker(cluster.nodes[1], database)["database_functions"]
         assert {node["function"] for node in function["galera_nodes"]} == {"own"}, function
         assert function["where"] == "node node2" and function["behind_ms"] is not None
+        words = manage(cluster.nodes[1], database, "show_worker").stdout
+        for node in cluster.nodes:
+            assert f"Galera node {node.name}: slot " in words, words
+        assert words.count(", keys of its own") == 3, words
         said = check_through(cluster.nodes[1], database)
         assert "W058" not in said and "W054" not in said, said
     finally:
