@@ -73,7 +73,9 @@ def test_one_migrate_serves_every_node_even_those_that_advertise_no_address(
     ``migrate`` through node 1 alone serves the three, with no trigger; raw INSERTs and the
     function on the three nodes at once share no key, each node's under its own slot, and
     ``show_worker`` and ``check`` through node 2 see it served. On the strict path nodes 2
-    and 3 refused every key until ``migrate`` ran through each (tests/test_galera.py)."""
+    and 3 refused every key until ``migrate`` ran through each (tests/test_galera.py). The
+    first heartbeat on nodes 2 and 3 keeps their keys at the clock: ``migrate`` read their
+    runs (until 05c4dd4 it skipped them a minute ahead)."""
     database = "galera_default"
     for node in cluster.nodes:
         node.stop()
@@ -87,7 +89,12 @@ def test_one_migrate_serves_every_node_even_those_that_advertise_no_address(
         for node in cluster.nodes:
             assert KeyClock(node.name).sequence in table
         assert cluster.nodes[2].sql("SHOW TRIGGERS", database) == ""
+        for node in cluster.nodes[1:]:
+            heartbeat(node, database)  # its first: migrate recorded its run, nothing to skip
+        drawn_at = time.time() * 1000
         drawn, firsts = on_every_node(cluster.nodes, database, PER_NODE)
+        ahead = {name: (unit_ms(min(values)) - drawn_at) / 1000 for name, values in drawn.items()}
+        assert max(ahead.values()) < 5, ahead  # a skip was LEASE_SECONDS + 2 s: 62 s
         everything = [value for values in drawn.values() for value in values]
         duplicates = len(everything) - len(set(everything))
         assert duplicates == 0 and len(everything) == 3 * PER_NODE
@@ -117,6 +124,7 @@ def test_one_migrate_serves_every_node_even_those_that_advertise_no_address(
         f"({seconds:.1f} s) serves 3 nodes; {len(everything):,} keys drawn at once "
         f"(half by raw INSERT), {duplicates} duplicates; first key: "
         + ", ".join(f"{name} {first * 1000:.0f} ms" for name, first in sorted(firsts.items()))
+        + f"; after the first heartbeat on nodes 2 and 3, keys {max(ahead.values()):.2f} s ahead"
     )
 
 

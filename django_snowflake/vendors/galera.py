@@ -105,11 +105,14 @@ def default_sql(connection: BaseDatabaseWrapper, layout: BitLayout) -> list[str]
         for name in slots
         if served is None or served.get(mysql.node_key(name), "none") == "none"
     }
+    with connection.cursor() as cursor:
+        runs = {name: uuid for name, _, uuid in _members(cursor) if name and uuid}
     return mysql.galera_key_sql(
         layout,
         slots,
         here=here,
         moving=moving | {here},
+        runs=runs,
         lead_units=lead_units(layout),
         comment=comment(layout, slots[here], connection.alias, None),
     )

@@ -750,6 +750,7 @@ def galera_key_sql(
     *,
     here: str,
     moving: set[str],
+    runs: dict[str, str],
     lead_units: int,
     comment: str,
 ) -> list[str]:
@@ -760,7 +761,11 @@ def galera_key_sql(
     A sequence is set only where no node draws it meanwhile: those of ``moving`` (``here``,
     nodes the expression did not name before, every node when the cluster leaves the trigger
     path, whose function draws other sequences), raised as :func:`_start_key_sql` says.
-    Another node's sequence is moved by that node's own heartbeats."""
+    Another node's sequence is moved by that node's own heartbeats.
+
+    Each node of ``moving`` whose run (its ``wsrep_gcomm_uuid``, from ``runs``) is known is
+    recorded as seen: the sequence just started above all it issued, so its first heartbeat
+    has nothing to skip (a skip runs the node's keys a minute ahead of the clock)."""
     listed = ",".join(
         f"{node_key(name)}:{'none' if slot is None else f'{slot[0]}/{slot[1]}'}"
         for name, slot in sorted(slots.items())
@@ -771,10 +776,18 @@ def galera_key_sql(
             statements += _start_key_sql(layout, name, lead_units)
         else:
             statements += KeyClock(name).create_sql()
-    table = KeyClock(here).table
+    for name in sorted(moving):
+        if name == here:
+            run = GALERA_INCARNATION_SQL
+        elif name in runs:
+            run = "'" + f"{name}@{runs[name]}".replace("'", "''") + "'"
+        else:
+            continue  # a node of an unknown run skips at its first heartbeat
+        statements.append(
+            f"INSERT IGNORE INTO {KeyClock(name).table} (id, incarnation) VALUES (1, {run})"
+        )
     return [
         *statements,
-        f"INSERT IGNORE INTO {table} (id, incarnation) VALUES (1, {GALERA_INCARNATION_SQL})",
         _key_function_sql(
             galera_key_expression(layout, slots), f"{comment} {KEYS_COMMENT} nodes={listed}"
         ),
