@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import datetime
 import gc
+import itertools
 import json
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -42,6 +44,22 @@ def probe(name: str) -> dict[str, Any]:
     return record
 
 
+def write_probe(name: str, doc: str, server: str, load: Sequence[float], **measured: Any) -> Path:
+    """Write the record ``benchmarks/probes/<name>.json``: what the probe measures (the second
+    paragraph of its module's ``doc``), the day, the server, the load average's range while it
+    ran, and what it ``measured``."""
+    path = PROBES / f"{name}.json"
+    record = {
+        "about": doc.split("\n\n")[1].replace("\n", " "),
+        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+        "server": server,
+        "load": [round(min(load), 1), round(max(load), 1)],
+        **measured,
+    }
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
 def day(iso: str) -> str:
     """A probe's ISO date as the page spells it: ``23 November 2026``."""
     value = datetime.date.fromisoformat(iso)
@@ -52,6 +70,40 @@ def rotated(items: Sequence[T], round_number: int) -> list[T]:
     """``items`` starting at a different one each round: interleaved runs, no fixed order."""
     shift = round_number % len(items)
     return [*items[shift:], *items[:shift]]
+
+
+#: The keys the INSERTs that give one give (:func:`insert_rate`), unique over a run and above
+#: every key a server makes here (sequences from 1, Snowflakes below 2**62).
+GIVEN_KEYS = itertools.count(2**62)
+
+
+def insert_rate(
+    connections: Sequence[Any], table: str, seconds: float, *, column: str, given: bool = False
+) -> float:
+    """Rows per second of one-row INSERTs into ``table`` (a value for ``column``) for
+    ``seconds``, a thread per open DB-API connection of ``connections``, with the key left out
+    or ``given``; the threads start together, their connections already open."""
+    counts = [0] * len(connections)
+    start = time.monotonic() + 0.2
+
+    def insert(index: int) -> None:
+        cursor = connections[index].cursor()
+        time.sleep(max(0.0, start - time.monotonic()))
+        while time.monotonic() < start + seconds:
+            if given:
+                cursor.execute(
+                    f"INSERT INTO `{table}` (id, {column}) VALUES ({next(GIVEN_KEYS)}, 1)"
+                )
+            else:
+                cursor.execute(f"INSERT INTO `{table}` ({column}) VALUES (1)")
+            counts[index] += 1
+
+    threads = [threading.Thread(target=insert, args=(i,)) for i in range(len(connections))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / seconds
 
 
 def timed(function: Callable[[], object]) -> float:

@@ -4,9 +4,9 @@ the Galera tests do).
 On a private 3-node cluster (``harness.galera``), one-row INSERTs through the three nodes at
 once (``CONNECTIONS`` per node, threads each with its own connection, autocommit) into the
 switch's table, whose key the database makes, against an ``AUTO_INCREMENT`` table in the same
-database, in alternating turns; each path of ``MARIADB_KEYS``, installed by ``migrate``
-through node 1; INSERTs that leave the key out (raw SQL) and that give it (as Django's
-``create()`` does under the switch). Writes ``benchmarks/probes/galera.json``;
+database that leaves its key out, in alternating turns; each path of ``MARIADB_KEYS``,
+installed by ``migrate`` through node 1; INSERTs that leave the key out (raw SQL) and that give
+it (as Django's ``create()`` does under the switch). Writes ``benchmarks/probes/galera.json``;
 docs/high_availability.rst quotes it.
 
 Not a section of ``python -m benchmarks``: a cluster takes a machine's every core, and on
@@ -17,64 +17,37 @@ say what Galera costs, not what the package costs on one server.
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import threading
-import time
-from contextlib import closing
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from harness import galera
 
+from .common import insert_rate, rotated, write_probe
+
 PATHS = ("default", "trigger")
 MODES = ("left_out", "given")
 CONNECTIONS = 4
-#: Above the number of threads (3 nodes x CONNECTIONS), for the keys a turn gives.
-THREADS = 64
 ROUNDS = 3
 TURN_SECONDS = 4.0
 AUTO = "bench_auto"
-RECORD = Path(__file__).resolve().parent / "probes" / "galera.json"
 
 
 def _rate(ports: list[int], database: str, table: str, given: bool) -> float:
     """Rows/s of one-row INSERTs from ``CONNECTIONS`` connections per node for a turn."""
     import MySQLdb
 
-    counts: list[int] = []
-    end = time.monotonic() + TURN_SECONDS
-
-    def work(index: int, port: int) -> None:
-        connection = MySQLdb.connect(
+    connections = [
+        MySQLdb.connect(
             host="127.0.0.1", port=port, user="root", database=database, autocommit=True
         )
-        with closing(connection):
-            cursor = connection.cursor()
-            count = 0
-            # Given keys never repeat: the turn's start in microseconds, the thread, the row.
-            key = int(time.time() * 1_000_000) * THREADS + index
-            while time.monotonic() < end:
-                if given:
-                    cursor.execute(
-                        f"INSERT INTO {table} (id, label) VALUES (%s, 'x')",
-                        [key + count * THREADS],
-                    )
-                else:
-                    cursor.execute(f"INSERT INTO {table} (label) VALUES ('x')")
-                count += 1
-            counts.append(count)
-
-    threads = [
-        threading.Thread(target=work, args=(index, port))
-        for index, port in enumerate(p for p in ports for _ in range(CONNECTIONS))
+        for port in ports
+        for _ in range(CONNECTIONS)
     ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return sum(counts) / TURN_SECONDS
+    try:
+        return insert_rate(connections, table, TURN_SECONDS, column="label", given=given)
+    finally:
+        for connection in connections:
+            connection.close()
 
 
 def _install(path: str) -> str:
@@ -123,17 +96,20 @@ def main() -> None:
         call_command("migrate", database="default", verbosity=0)
         ports = [node.port for node in cluster.nodes]
         server = first.sql("SELECT VERSION()").strip()
-        load = os.getloadavg()
+        load = []
         results: dict[str, Any] = {}
         for path, mode in itertools.product(PATHS, MODES):
             table = _install(path)
             given = mode == "given"
             ratios = []
             for round_ in range(ROUNDS):
-                # Alternate which side goes first, so a drift of the machine favours neither.
-                order = (table, AUTO) if round_ % 2 == 0 else (AUTO, table)
-                rates = {name: _rate(ports, database, name, given) for name in order}
-                ratios.append(rates[table] / rates[AUTO])
+                # The baseline leaves its key out, as Django's BigAutoField does.
+                rates = {
+                    name: _rate(ports, database, name, given and name == table)
+                    for name in rotated((table, AUTO), round_)
+                }
+                load.append(os.getloadavg()[0])
+                ratios.append(round(rates[table] / rates[AUTO], 3))
                 print(
                     f"{path:8} key {mode:8} round {round_ + 1}: keyed {rates[table]:,.0f} "
                     f"rows/s, AUTO_INCREMENT {rates[AUTO]:,.0f}, {ratios[-1]:.2f}x",
@@ -142,23 +118,17 @@ def main() -> None:
             results[f"{path}/{mode}"] = sorted(ratios)
     finally:
         cluster.close()
-    RECORD.write_text(
-        json.dumps(
-            {
-                "when": datetime.now(UTC).isoformat(timespec="seconds"),
-                "server": server,
-                "load_average_before": load,
-                "nodes": 3,
-                "connections_per_node": CONNECTIONS,
-                "rounds": ROUNDS,
-                "turn_seconds": TURN_SECONDS,
-                "ratios_to_auto_increment": results,
-            },
-            indent=2,
-        )
-        + "\n"
+    written = write_probe(
+        "galera",
+        __doc__,
+        server,
+        load,
+        connections_per_node=CONNECTIONS,
+        turn_seconds=TURN_SECONDS,
+        rounds=ROUNDS,
+        ratios=results,
     )
-    print(f"written: {RECORD}")
+    print(f"written to {written}")
 
 
 if __name__ == "__main__":

@@ -24,18 +24,12 @@ bound its lead and notice a failover (``vendors.mysql``): the record
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
-import threading
-import time
 from contextlib import closing
-from datetime import UTC, datetime
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
-from .common import rotated
+from .common import insert_rate, rotated, write_probe
 
 DATABASE = "snowflake_trigger_floor"
 WAYS = ("default", "trigger", "function_1", "function_15", "snowflake")
@@ -43,7 +37,6 @@ GIVEN_WAYS = ("trigger", "function_15", "snowflake")
 CLIENTS = (8, 32)
 ROUNDS = 3
 TURN_SECONDS = 3.0
-RECORD = Path(__file__).resolve().parent / "probes" / "mariadb_trigger_floor.json"
 
 
 def _connect(conf: dict[str, Any], database: str | None = DATABASE) -> Any:
@@ -110,36 +103,15 @@ def _setup(conf: dict[str, Any]) -> None:
             connection.cursor().execute(statement)
 
 
-#: The keys the INSERTs that give one give, unique over the run and above every key the
-#: server makes here (sequences from 1, Snowflakes below 2**62).
-KEYS = itertools.count(2**62)
-
-
 def _rate(conf: dict[str, Any], table: str, clients: int, *, given: bool = False) -> float:
     """Rows per second of one-row INSERTs into ``table`` from ``clients`` connections, with
     the key left out, or ``given``."""
     connections = [_connect(conf) for _ in range(clients)]
-    counts = [0] * clients
-    start = time.monotonic() + 0.2
-
-    def insert(index: int) -> None:
-        cursor = connections[index].cursor()
-        time.sleep(max(0.0, start - time.monotonic()))
-        while time.monotonic() < start + TURN_SECONDS:
-            if given:
-                cursor.execute(f"INSERT INTO `{table}` (id, v) VALUES ({next(KEYS)}, 1)")
-            else:
-                cursor.execute(f"INSERT INTO `{table}` (v) VALUES (1)")
-            counts[index] += 1
-
-    threads = [threading.Thread(target=insert, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for connection in connections:
-        connection.close()
-    return sum(counts) / TURN_SECONDS
+    try:
+        return insert_rate(connections, table, TURN_SECONDS, column="v", given=given)
+    finally:
+        for connection in connections:
+            connection.close()
 
 
 def main() -> None:
@@ -177,18 +149,17 @@ def main() -> None:
         cursor = admin.cursor()
         cursor.execute("SELECT VERSION()")
         (version,) = cursor.fetchone()
-    record = {
-        "about": __doc__.split("\n\n")[1].replace("\n", " "),
-        "date": datetime.now(UTC).date().isoformat(),
-        "server": version,
-        "turn_seconds": TURN_SECONDS,
-        "rounds": ROUNDS,
-        "load": [round(min(load), 1), round(max(load), 1)],
-        "ratios": ratios,
-        "given": given,
-    }
-    RECORD.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"written to {RECORD}")
+    written = write_probe(
+        "mariadb_trigger_floor",
+        __doc__,
+        version,
+        load,
+        turn_seconds=TURN_SECONDS,
+        rounds=ROUNDS,
+        ratios=ratios,
+        given=given,
+    )
+    print(f"written to {written}")
 
 
 if __name__ == "__main__":
