@@ -64,7 +64,7 @@ def _function_sql(name: str, sequences: int) -> str:
 
 def _setup(conf: dict[str, Any]) -> None:
     from django_snowflake.layout import BitLayout
-    from django_snowflake.vendors.mysql import create_trigger_sql, mysql_function_sql
+    from django_snowflake.vendors.mysql.trigger import create_trigger_sql, mysql_function_sql
 
     with closing(_connect(conf, None)) as admin:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {DATABASE}")

@@ -27,7 +27,8 @@ from django.utils.translation import gettext_lazy as _
 
 from . import conf, runtime
 from .allocators.base import BaseAllocator, is_int, settings_message
-from .allocators.database import DatabaseAllocator, asynchronous_standbys
+from .allocators.database import DatabaseAllocator
+from .allocators.failover import asynchronous_standbys
 from .allocators.static import StaticAllocator
 from .fields import SnowflakeAutoField, SnowflakeField
 from .generator import POLICIES
@@ -154,7 +155,7 @@ def _check_function_schema(values: Mapping[str, Any], messages: list[CheckMessag
 
 
 def _check_mariadb_keys(values: Mapping[str, Any], messages: list[CheckMessage]) -> None:
-    from .vendors.mysql import KEYS
+    from .vendors.mysql.keys import KEYS
 
     if values["MARIADB_KEYS"] not in KEYS:
         messages.append(_not_one_of(values, "MARIADB_KEYS", choices=KEYS))
@@ -957,20 +958,19 @@ def _check_copies(alias: str) -> list[CheckMessage]:
     whose ``search_path`` is not pinned."""
     from django.db import connections
 
-    from .vendors import postgresql
+    from .vendors import database
 
-    connection = connections[alias]
-    if connection.vendor != "postgresql":
+    keys = database(connections[alias])
+    found, schema = keys.function_copies(), keys.function_schema()
+    if not found:
         return []
-    found = postgresql.copies(connection)
-    schema = postgresql.schema()
     repair = _(
         "Run: python manage.py migrate --database=%(alias)s. It keeps the function in "
         "%(schema)s, gives every table that defaults to another copy that one, skips its clock "
         "past theirs and drops them (docs: Schemas and django-tenants)."
     )
     messages = []
-    if any(name != schema for _, name, _ in found):
+    if any(name != schema for name, _ in found):
         messages.append(
             _warning(
                 "W052",
@@ -983,11 +983,11 @@ def _check_copies(alias: str) -> list[CheckMessage]:
                 repair,
                 alias=alias,
                 count=len(found),
-                schemas=_join(name for _, name, _ in found),
+                schemas=_join(name for name, _ in found),
                 schema=schema,
             )
         )
-    unpinned = [name for _, name, pinned in found if not pinned]
+    unpinned = [name for name, pinned in found if not pinned]
     if unpinned:
         messages.append(
             _warning(
@@ -1010,13 +1010,13 @@ def _keys_switch(alias: str) -> CheckMessage | None:
     """W054: a MariaDB database on another path than ``SNOWFLAKE["MARIADB_KEYS"]`` names."""
     from django.db import connections
 
-    from .database_keys import keys_path
-    from .vendors import installed_comment, mysql
+    from .vendors import database
+    from .vendors.mysql.keys import KEYS
 
-    connection = connections[alias]
-    if connection.vendor != "mysql" or conf.get_settings()["MARIADB_KEYS"] not in mysql.KEYS:
+    paths = database(connections[alias]).keys_paths()
+    if paths is None or conf.get_settings()["MARIADB_KEYS"] not in KEYS:
         return None
-    installed, wanted = mysql.installed_keys(installed_comment(connection)), keys_path(connection)
+    installed, wanted = paths
     if installed in (None, wanted):
         return None
     return _warning(
@@ -1054,19 +1054,17 @@ def check_database_functions(
         return []
     from django.db import DatabaseError, connections
 
-    from .database_keys import own_label
     from .database_slots import slot_holder
-    from .vendors import galera, installed_slot
+    from .vendors import database
 
     coordination = conf.get_settings()["DATABASE"]
     messages: list[CheckMessage] = []
     for alias in databases:
         try:
             messages += _check_copies(alias)
-            exists, slot = installed_slot(alias)
-            stranger = (
-                galera.node_name(connections[alias]) if exists and galera.stranger(alias) else None
-            )
+            keys = database(connections[alias])
+            exists, slot = keys.function_slot()
+            stranger = keys.node_name() if exists and keys.stranger() else None
         except DatabaseError:
             continue  # not reachable or not migrated: nothing to judge
         if not exists:
@@ -1117,7 +1115,7 @@ def check_database_functions(
             )
             continue
         try:
-            holder, own = slot_holder(slot), own_label(alias)
+            holder, own = slot_holder(slot), keys.own_label()
         except DatabaseError:
             continue
         if holder in (None, own):

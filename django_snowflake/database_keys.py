@@ -43,57 +43,27 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 
-from .database_slots import database_label, lease_database_slot
-from .vendors import (
-    SERVERS,
-    function_slot,
-    galera,
-    installed_comment,
-    mysql,
-    own_sql,
-    postgresql,
-    sqlite,
-)
+from .vendors import database, database_class
 from .vendors.base import FUNCTION, is_database_keyed
 
-# Set while the schema editor writes a column definition: only then does a Snowflake primary
-# key report its database default (see fields._DatabaseKeyDefault).
+# Set while the schema editor writes a column definition (to the alias of its database): only
+# then does a Snowflake primary key report its database default (see fields._DatabaseKeyDefault).
 _writing_columns: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "django_snowflake_writing_columns", default=None
 )
 
 
-# What a MariaDB key column defaults to while its editor writes it (see key_default()): asked
+# What a key column defaults to while its editor writes it (Database.key_default()): asked
 # only when a keyed column is written, so that an editor that writes none leases no slot.
-_mysql_key_default: contextvars.ContextVar[Callable[[], str]] = contextvars.ContextVar(
-    "django_snowflake_mysql_key_default", default=lambda: "0"
+_key_default: contextvars.ContextVar[Callable[[], str | None] | None] = contextvars.ContextVar(
+    "django_snowflake_key_default", default=None
 )
 
 
 def column_default_vendor() -> str | None:
-    """The vendor whose schema editor is writing column definitions now, else ``None``."""
+    """The alias of the database whose schema editor is writing column definitions now, else
+    ``None``."""
     return _writing_columns.get()
-
-
-def keys_path(connection: BaseDatabaseWrapper) -> str:
-    """Which path an INSERT that leaves the key out takes on MariaDB database ``connection``:
-    ``"default"``, the column's default over the key sequence (a Galera node's own), or
-    ``"trigger"``, the strict path (``SNOWFLAKE["MARIADB_KEYS"]``)."""
-    return mysql.keys()
-
-
-def key_default(connection: BaseDatabaseWrapper) -> str:
-    """The ``DEFAULT`` of a keyed column on MariaDB database ``connection``: the key expression
-    under its slot (leased in the coordination database; on a Galera cluster, each node's
-    under its own), or 0 on the trigger path."""
-    from .conf import get_layout
-
-    if keys_path(connection) == mysql.KEYS_TRIGGER:
-        return "0"
-    layout = get_layout()
-    if galera.node_name(connection) is not None:
-        return mysql.galera_key_expression(layout, galera.key_slots(connection, layout))
-    return mysql.key_expression(layout, lease_database_slot(connection.alias, layout))
 
 
 class DatabaseSnowflake(models.Func):
@@ -107,16 +77,12 @@ class DatabaseSnowflake(models.Func):
     def __init__(self) -> None:
         super().__init__()
 
-    def as_postgresql(self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
-        # The database's one function, whatever schema the table is made in (a tenant's).
-        return f"{postgresql.qualified(FUNCTION)}()", []
-
-    def as_mysql(self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any) -> Any:
-        # MariaDB refuses a stored function as a DEFAULT: the key expression over the
-        # database's sequence, or (the trigger path) 0, which the table's trigger replaces,
-        # as a NULL key. Without a DEFAULT, INSERT ... SELECT that leaves the key out fails
-        # before the trigger runs.
-        return _mysql_key_default.get()(), []
+    def as_sql(  # type: ignore[override]
+        self, compiler: Any, connection: BaseDatabaseWrapper, **extra: Any
+    ) -> Any:
+        # PostgreSQL: the database's one function, whatever schema the table is made in (a
+        # tenant's); MariaDB: the key expression (a stored function may not be a DEFAULT).
+        return database(connection).column_default_sql(_key_default.get()), []
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, DatabaseSnowflake)
@@ -125,107 +91,23 @@ class DatabaseSnowflake(models.Func):
         return hash(FUNCTION)
 
 
-def function_sql(connection: BaseDatabaseWrapper) -> list[str]:
-    """The statements installing the function on ``connection`` under its leased slot; on a
-    Galera node, that node's own (:func:`install_function` installs the other nodes')."""
-    from .conf import get_layout
-
-    if connection.vendor not in SERVERS:
-        return []
-    layout = get_layout()
-    node = galera.node_name(connection) if connection.vendor == "mysql" else None
-    if node is not None and keys_path(connection) == mysql.KEYS_DEFAULT:
-        return galera.default_sql(connection, layout)
-    statements = own_sql(connection, layout, node)
-    if node is not None and "node=" not in (installed_comment(connection) or ""):
-        # The first install on the cluster: every node gets a function that refuses, saying
-        # what to run, before the nodes migrate reaches get their own.
-        statements.insert(0, galera.refusal_statement(connection.alias, layout))
-    return statements
-
-
 def own_label(alias: str) -> str:
     """The ``WorkerNode.label`` the function of database ``alias`` should issue under: its own,
     or its Galera node's."""
-    connection = connections[alias]
-    node = galera.node_name(connection) if connection.vendor == "mysql" else None
-    return database_label(alias, node)
+    return database(connections[alias]).own_label()
 
 
 def function_report(alias: str) -> dict[str, Any] | None:
-    """Database ``alias``'s function as seen from outside: ``where`` it lives (PostgreSQL: its
-    schema; Galera: the node; MariaDB: the database), its ``slot`` (``"W/D"``, ``None`` when it
-    refuses), and ``behind_ms``, how far the time of its last key is behind the server's clock
-    (negative: ahead, a burst's lead; ``None`` on MariaDB's trigger path, whose clock is spread
-    over sequences of digits). ``installed`` is ``False`` before ``migrate``; ``error`` says why the database
-    could not be read. ``None`` for SQLite, whose function is the process's generator."""
-    from .conf import get_layout
-
-    connection = connections[alias]
-    if connection.vendor not in SERVERS:
-        return None
-    report: dict[str, Any] = {"database": alias, "installed": False, "where": None}
-    report.update(slot=None, behind_ms=None)
-    try:
-        exists, slot = function_slot(connection)
-        report["installed"] = exists
-        node = galera.node_name(connection) if connection.vendor == "mysql" else None
-        if connection.vendor == "postgresql":
-            report["where"] = f"schema {postgresql.schema()}"
-        else:
-            name = connection.settings_dict["NAME"]
-            report["where"] = f"node {node}" if node else f"database {name}"
-        if exists and slot is not None:
-            report["slot"] = f"{slot[0]}/{slot[1]}"
-            clock = SERVERS[connection.vendor].clock_sql(get_layout(), node)
-            with connection.cursor() as cursor:
-                cursor.execute(clock)
-                row = cursor.fetchone()
-            report["behind_ms"] = None if row is None else int(row[0])
-    except DatabaseError as exc:
-        report["error"] = str(exc).strip()
-    return report
+    """Database ``alias``'s function as seen from outside
+    (:meth:`~django_snowflake.vendors.base.Database.function_report`); ``None`` for SQLite,
+    whose function is the process's generator."""
+    return database(connections[alias]).function_report()
 
 
 def install_function(editor: BaseDatabaseSchemaEditor) -> None:
     """Install the function through ``editor``; on a Galera node, on every node ``migrate``
-    can reach (:func:`galera.install`)."""
-    statements = function_sql(editor.connection)
-    if galera.LOCAL in statements:
-        galera.install(editor, statements)
-    else:
-        for statement in statements:
-            editor.execute(statement, params=None)
-
-
-def switch_keys(editor: BaseDatabaseSchemaEditor) -> None:
-    """Put MariaDB database ``editor.connection`` on the path :func:`keys_path` names: the
-    function and every keyed column's default and trigger, under the database's slot.
-
-    Found through the catalog (columns defaulting to our sequences, tables with our trigger),
-    so that it serves ``post_migrate`` too, when the setting changed. The order keeps one
-    sequence issuing at a time: towards the column default, the function first (the triggers
-    that remain until their table is done call it, and it draws the key sequence); towards
-    the trigger, the tables first (their triggers call the function, still over the key
-    sequence), then the function, started above that sequence.
-    """
-    connection = editor.connection
-    with connection.cursor() as cursor:
-        cursor.execute(mysql.KEYED_COLUMNS_SQL, mysql.KEYED_COLUMNS_PARAMS)
-        columns = mysql.keyed_columns(cursor.fetchall())
-    options = editor._snowflake_key_options()  # type: ignore[attr-defined]
-
-    def tables() -> None:
-        for table, column in columns:
-            for statement in mysql.key_default_sql(editor.quote_name, table, column, **options):
-                editor.execute(statement, params=None)
-
-    if options["default"] == "0":
-        tables()
-        install_function(editor)
-    else:
-        install_function(editor)
-        tables()
+    can reach."""
+    database(editor.connection).install(editor)
 
 
 class SnowflakeSchemaEditorMixin:
@@ -234,24 +116,22 @@ class SnowflakeSchemaEditorMixin:
 
     connection: BaseDatabaseWrapper
     _snowflake_installed = False
-    _snowflake_key_default: str | None = None
+    _snowflake_key_default_value: str | None = None
 
-    def _snowflake_key_options(self) -> dict[str, str]:
-        """What the vendor's key SQL needs besides the table: MariaDB's column default."""
-        if self.connection.vendor != "mysql":
-            return {}
-        if self._snowflake_key_default is None:
-            self._snowflake_key_default = key_default(self.connection)
-        return {"default": self._snowflake_key_default}
+    def _snowflake_key_default(self) -> str | None:
+        """The database's :meth:`~.vendors.base.Database.key_default`, asked once per editor."""
+        if self._snowflake_key_default_value is None:
+            self._snowflake_key_default_value = database(self.connection).key_default()
+        return self._snowflake_key_default_value
 
     @contextmanager
     def _snowflake_columns(self) -> Iterator[None]:
-        token = _writing_columns.set(self.connection.vendor)
-        default = _mysql_key_default.set(lambda: self._snowflake_key_options().get("default", "0"))
+        token = _writing_columns.set(self.connection.alias)
+        default = _key_default.set(self._snowflake_key_default)
         try:
             yield
         finally:
-            _mysql_key_default.reset(default)
+            _key_default.reset(default)
             _writing_columns.reset(token)
 
     def _snowflake_install(self, *fields: Any) -> None:
@@ -263,42 +143,30 @@ class SnowflakeSchemaEditorMixin:
     def _snowflake_default(self, model: Any, pk: Any) -> None:
         """Give the existing table of ``model`` the key default (see AddDatabaseDefaults).
 
-        Not on SQLite, which alters a default only by copying the table and every table whose
-        foreign keys point at it (the development database; its function is the process's
-        generator anyway): tables made there before 0.2 keep no default.
+        Only where the column is a plain bigint (a column a migration made for an AutoField
+        keeps its sequence: the project has not migrated it to a Snowflake key yet,
+        docs/migrating.rst). Not on SQLite, which alters a default only by copying the table
+        and every table whose foreign keys point at it (the development database; its function
+        is the process's generator anyway): tables made there before 0.2 keep no default.
         """
         table, column = model._meta.db_table, pk.column
-        if not self._snowflake_plain_bigint(table, column):
+        keys = database(self.connection)
+        if not keys.plain_bigint(table, column):
             return
         self._snowflake_install(pk)
-        vendor = SERVERS[self.connection.vendor]
-        options = self._snowflake_key_options()
-        for statement in vendor.key_default_sql(self.quote_name, table, column, **options):  # type: ignore[attr-defined]
+        default = self._snowflake_key_default()
+        for statement in keys.key_default_sql(self.quote_name, table, column, default):  # type: ignore[attr-defined]
             self.execute(statement)  # type: ignore[attr-defined]
 
-    def _snowflake_plain_bigint(self, table: str, column: str) -> bool:
-        """Whether ``table.column`` is a bigint with no identity or auto-increment of its own
-        (a column a migration made for an AutoField keeps its sequence: the project has not
-        migrated it to a Snowflake key yet, docs/migrating.rst)."""
-        vendor = SERVERS.get(self.connection.vendor)
-        if vendor is None:
-            return False  # SQLite: see _snowflake_default
-        with self.connection.cursor() as cursor:
-            cursor.execute(vendor.COLUMN_SQL, [table, column])
-            row = cursor.fetchone()
-        # No such column: nothing of ours to give a default.
-        return row is not None and bool(vendor.plain_bigint(row))
-
     def _snowflake_trigger(self, model: Any, old: Any, new: Any) -> None:
-        vendor = SERVERS.get(self.connection.vendor)
-        if vendor is None or not (is_database_keyed(old) or is_database_keyed(new)):
+        if not (is_database_keyed(old) or is_database_keyed(new)):
             return
-        statements = vendor.key_changed_sql(
+        statements = database(self.connection).key_changed_sql(
             self.quote_name,  # type: ignore[attr-defined]
             model._meta.db_table,
             old.column if is_database_keyed(old) else None,
             new.column if is_database_keyed(new) else None,
-            **self._snowflake_key_options(),
+            self._snowflake_key_default(),
         )
         for statement in statements:
             self.execute(statement)  # type: ignore[attr-defined]
@@ -354,12 +222,13 @@ def schema_editor_class(base: type[Any]) -> type[Any]:
 
 
 def prepare_connection(connection: BaseDatabaseWrapper) -> None:
-    """Extend ``connection``'s schema editor; on SQLite, register ``django_snowflake_id()``."""
-    if connection.vendor not in ("postgresql", "mysql", "sqlite"):
+    """Extend ``connection``'s schema editor and make it ready for keys (SQLite registers
+    ``django_snowflake_id()``); nothing on a database the package does not know."""
+    keys = database_class(connection)
+    if not keys.supported:
         return
     connection.SchemaEditorClass = schema_editor_class(type(connection).SchemaEditorClass)
-    if connection.vendor == "sqlite":
-        sqlite.prepare(connection)
+    keys.prepare_connection(connection)
 
 
 def _on_connection_created(
@@ -379,33 +248,23 @@ def install_connection_hooks() -> None:
 
 
 def move_database_clocks() -> bool:
-    """Move the key sequence of every MariaDB database on the column-default path forward
-    with the clock, or past what an old primary may have issued after a failover
-    (:func:`.vendors.mysql.move_clock`): each process's heartbeat calls it once a second.
+    """Move the key clock of every database whose clock the heartbeats move (MariaDB's column
+    default) forward with the clock, or past what an old primary may have issued after a
+    failover (:meth:`~.vendors.base.Database.move_clock`): each process's heartbeat calls it
+    once a second.
 
     Returns whether a database could not be reached (the heartbeat then tries again sooner:
     after a failover, raw INSERTs on the new primary wait for this move). Each database is
     reached on this thread's own connection, closed afterwards."""
-    from django.db import DatabaseError
-
     from .conf import get_layout
-    from .vendors.base import hold_units, lead_units
 
     layout = get_layout()
     failed = False
     for connection in connections.all(initialized_only=False):
-        if connection.vendor != "mysql":
+        if not database_class(connection).moves_clock:
             continue
         try:
-            node = galera.node_name(connection)
-            with connection.cursor() as cursor:
-                mysql.move_clock(
-                    cursor,
-                    layout,
-                    lead_units=lead_units(layout),
-                    hold_units=hold_units(layout),
-                    node=node,
-                )
+            database(connection).move_clock(layout)
         except DatabaseError:
             failed = True
         finally:

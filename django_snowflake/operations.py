@@ -4,16 +4,16 @@ MariaDB database on the path ``SNOWFLAKE["MARIADB_KEYS"]`` names."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from django.db import DatabaseError, connections, router
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 
-from .database_keys import install_function, keys_path, own_label, switch_keys
 from .database_slots import slot_holder
-from .vendors import galera, installed_comment, installed_slot, mysql, postgresql
-from .vendors.base import is_database_keyed
+from .vendors import database
+from .vendors.base import NotSupported, is_database_keyed
 
 
 class _DatabaseOperation(Operation):
@@ -49,7 +49,7 @@ class InstallDatabaseFunction(_DatabaseOperation):
     the slot leased for this database."""
 
     def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
-        install_function(schema_editor)
+        database(schema_editor.connection).install(schema_editor)
 
     def describe(self) -> str:
         return "Install the database's Snowflake function django_snowflake_id()"
@@ -91,37 +91,15 @@ class RepairDatabaseFunctions(_DatabaseOperation):
     database's one slot, so two schemas could hold the same key. This installs the function
     where it belongs if it is missing or unpinned there, repoints every column default that calls
     another copy, skips its clock past every other copy's and drops them
-    (:func:`django_snowflake.vendors.postgresql.repair_sql`). Idempotent; nothing elsewhere.
+    (:meth:`django_snowflake.vendors.postgresql.PostgreSQL.repair`). Idempotent; nothing
+    elsewhere.
     """
 
     def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
-        repair_functions(schema_editor)
+        database(schema_editor.connection).repair(schema_editor)
 
     def describe(self) -> str:
         return "Leave the database one django_snowflake_id(), in SNOWFLAKE['FUNCTION_SCHEMA']"
-
-
-def needs_repair(connection: Any) -> bool:
-    """Whether ``connection``'s database has a function outside the function schema, or an
-    unpinned one there (PostgreSQL; ``False`` elsewhere)."""
-    if connection.vendor != "postgresql":
-        return False
-    found = postgresql.copies(connection)
-    return any(name != postgresql.schema() or not pinned for _, name, pinned in found)
-
-
-def repair_functions(editor: BaseDatabaseSchemaEditor) -> None:
-    """Run :class:`RepairDatabaseFunctions` through ``editor``."""
-    from .conf import get_layout
-
-    connection = editor.connection
-    if not needs_repair(connection):
-        return
-    found = postgresql.copies(connection)
-    if not any(name == postgresql.schema() and pinned for _, name, pinned in found):
-        install_function(editor)
-    for statement in postgresql.repair_sql(connection, get_layout()):
-        editor.execute(statement, params=None)
 
 
 class SwitchMariaDBKeys(_DatabaseOperation):
@@ -131,8 +109,11 @@ class SwitchMariaDBKeys(_DatabaseOperation):
     (:func:`reinstall_after_migrate`)."""
 
     def apply(self, schema_editor: BaseDatabaseSchemaEditor, state: Any) -> None:
-        if schema_editor.connection.vendor == "mysql":
-            switch_keys(schema_editor)
+        with contextlib.suppress(NotSupported):  # one path only
+            database(schema_editor.connection).switch_keys(
+                schema_editor,
+                schema_editor._snowflake_key_default(),  # type: ignore[attr-defined]
+            )
 
     def describe(self) -> str:
         return "Put MariaDB's keys on the path SNOWFLAKE['MARIADB_KEYS'] names"
@@ -151,31 +132,30 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     from django.apps import apps
 
     connection = connections[using]
+    keys = database(connection)
     # A test's available_apps may leave the package out of the registry it migrates.
-    if connection.vendor not in ("postgresql", "mysql") or not apps.is_installed(
-        "django_snowflake"
-    ):
+    if not keys.has_server_function or not apps.is_installed("django_snowflake"):
         return
     # The repair of W052 and W053, whose hint says to migrate (with nothing to apply).
-    if needs_repair(connection):
+    if keys.needs_repair():
         with connection.schema_editor() as editor:
-            repair_functions(editor)
+            keys.repair(editor)
     try:
-        exists, slot = installed_slot(using)
+        exists, slot = keys.function_slot()
         if not exists:
             return
-        # MariaDB: the path the setting names, if the function serves the other.
-        switched = connection.vendor == "mysql" and (
-            mysql.installed_keys(installed_comment(connection)) != keys_path(connection)
-            or galera.unserved(connection)  # a Galera node the keys do not name yet
-        )
-        if not switched and slot is not None and slot_holder(slot) in (None, own_label(using)):
+        # MariaDB: the path the setting names, if the function serves the other, or a Galera
+        # node the keys do not name yet.
+        paths = keys.keys_paths()
+        switched = paths is not None and (paths[0] != paths[1] or keys.unserved())
+        if not switched and slot is not None and slot_holder(slot) in (None, keys.own_label()):
             return
     except DatabaseError:
         return
     with connection.schema_editor() as editor:
-        if connection.vendor == "mysql":
+        if paths is not None:
             # Also every keyed column's default, which names the slot on the default path.
-            switch_keys(editor)
+            editor_keys = database(editor.connection)
+            editor_keys.switch_keys(editor, editor._snowflake_key_default())  # type: ignore[attr-defined]
         else:
-            install_function(editor)
+            keys.install(editor)

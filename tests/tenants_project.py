@@ -252,13 +252,14 @@ def _plant_old_copies(schemas: list[str]) -> None:
     from django.test import override_settings
 
     from django_snowflake.conf import get_layout
-    from django_snowflake.vendors import install_sql, installed_slot
+    from django_snowflake.vendors import installed_slot
+    from django_snowflake.vendors.postgresql import install_sql
 
     exists, slot = installed_slot("default")
     assert exists and slot is not None
     for schema in schemas:
         with override_settings(SNOWFLAKE={**SNOWFLAKE, "FUNCTION_SCHEMA": schema}):
-            for statement in install_sql("postgresql", get_layout(), slot):
+            for statement in install_sql(get_layout(), slot, alias="default"):
                 _sql(statement)
         _sql(f'ALTER FUNCTION "{schema}".django_snowflake_id() RESET search_path')
         for table in TABLES:

@@ -58,15 +58,24 @@ def modules() -> dict[str, Path]:
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         parts = path.relative_to(PACKAGE).with_suffix("").parts
-        if "migrations" in parts or (parts[-1] == "__init__" and len(parts) > 1):
+        if "migrations" in parts:
             continue
+        if parts[-1] == "__init__" and len(parts) > 1:
+            if all(isinstance(node, ast.Expr) for node in ast.parse(path.read_text()).body):
+                continue  # a docstring at most: nothing to place
+            parts = parts[:-1]  # a subpackage's own code (vendors: the lookup) is its name's
         found[".".join(parts)] = path
     return found
 
 
 def imports(module: str, path: Path) -> list[tuple[str, int]]:
     """(module of the package, line) for every import of the package in ``path``."""
-    package = module.split(".")[:-1] if module != "__init__" else []
+    if module == "__init__":
+        package = []
+    elif path.name == "__init__.py":
+        package = module.split(".")  # relative imports of a package start at the package
+    else:
+        package = module.split(".")[:-1]
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if not isinstance(node, ast.ImportFrom):

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -32,7 +33,7 @@ from django_snowflake.database_slots import (
     lease_database_slot,
 )
 from django_snowflake.models import WorkerNode
-from django_snowflake.vendors import install_sql, installed_slot
+from django_snowflake.vendors import database, installed_slot
 from tests.conftest import model_table
 from tests.testapp.models import Basket, Customer, Writer
 
@@ -114,16 +115,17 @@ def test_each_database_leases_a_slot_of_its_own_from_the_top() -> None:
 def test_a_database_whose_function_has_no_slot_refuses_and_says_what_to_run() -> None:
     layout = get_layout()
     slot = lease_database_slot("default", layout)
+    keys: Any = database(connection)
     try:
         with connection.cursor() as cursor:
-            for statement in install_sql(connection.vendor, layout, None, alias="default"):
+            for statement in keys.install_sql(layout, None):
                 cursor.execute(statement)
         assert installed_slot("default") == (True, None)
         with pytest.raises(Exception, match="no Snowflake worker slot"):
             database_ids(1)
     finally:
         with connection.cursor() as cursor:
-            for statement in install_sql(connection.vendor, layout, slot, alias="default"):
+            for statement in keys.install_sql(layout, slot):
                 cursor.execute(statement)
     assert len(database_ids(3)) == 3
 
@@ -326,7 +328,7 @@ def test_a_copy_of_the_key_field_carries_no_database_default() -> None:
         copied = copy.copy(original)
         copied.__class__ = models.BigIntegerField
         copied.primary_key = False
-        token = _writing_columns.set(connection.vendor)  # as the schema editor writes it
+        token = _writing_columns.set(connection.alias)  # as the schema editor writes it
         try:
             assert not copied.has_db_default()
             assert "db_default" not in copied.deconstruct()[3]

@@ -185,7 +185,7 @@ def summary(scenario: str, ids: dict[str, list[int]], firsts: dict[str, float]) 
 
 def test_every_node_reports_the_cluster_as_one_incarnation(cluster: galera.Galera) -> None:
     """Before: ``server_id@host:port``, so each node was another incarnation."""
-    code = "from django_snowflake.allocators.database import _incarnation as i; print(i('default'))"
+    code = "from django_snowflake.allocators.failover import _incarnation as i; print(i('default'))"
     seen = set()
     for node in cluster.nodes:
         done = subprocess.run(

@@ -10,6 +10,7 @@ Each node's heartbeat moves only its own sequence. tests/test_galera.py tests th
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import time
@@ -17,7 +18,7 @@ import time
 import pytest
 
 from django_snowflake.layout import BitLayout
-from django_snowflake.vendors.mysql import NO_SLOT_SEQUENCE, KeyClock
+from django_snowflake.vendors.mysql.keys import NO_SLOT_SEQUENCE, KeyClock
 from harness import galera
 
 from .galera_keys import (
@@ -32,6 +33,7 @@ from .galera_keys import (
     report,
     show_worker,
 )
+from .interface import CASES
 
 LAYOUT = BitLayout.preset("twitter")
 PER_NODE = int(os.environ.get("SNOWFLAKE_GALERA_KEYS", "2000"))
@@ -154,6 +156,28 @@ def test_a_node_absent_from_migrate_is_served_after_a_migrate_through_any_node(
     assert len(set(everything)) == 900
     assert_own_slots(drawn, database, n2)
     report("column default, a node down at migrate: refused, served after migrate through node 1")
+
+
+def test_every_method_of_the_interface_on_a_node(cluster: galera.Galera) -> None:
+    """The per-database interface on a real node: tests/interface.py's cases (those
+    tests/test_vendors.py runs on one server) on node 2's class, Galera, after a ``migrate``
+    through node 1. Every method is implemented there."""
+    n1, n2, _ = cluster.nodes
+    database = "galera_interface"
+    n1.sql(f"CREATE DATABASE {database}")
+    migrated(n1, database)
+    code = (
+        "import json; from django.db import connection; "
+        "from django_snowflake.vendors import database; "
+        "from tests.interface import CASES, exercise; db = database(connection); "
+        "print(json.dumps({'class': type(db).__name__, "
+        "**{name: exercise(db, name) for name in sorted(CASES)}}))"
+    )
+    done = manage(n2, database, "shell", "-c", code)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found.pop("class") == "Galera"
+    assert found == dict.fromkeys(CASES, "implemented")
 
 
 def test_a_node_killed_and_rejoined_skips_at_its_first_heartbeat(cluster: galera.Galera) -> None:

@@ -34,8 +34,8 @@ from django_snowflake.checks import check_database_functions
 from django_snowflake.conf import get_layout
 from django_snowflake.database_keys import move_database_clocks
 from django_snowflake.database_slots import lease_database_slot
-from django_snowflake.vendors import installed_comment
-from django_snowflake.vendors.mysql import (
+from django_snowflake.vendors import database
+from django_snowflake.vendors.mysql.keys import (
     CLOCK_TABLE,
     KEY_SEQUENCE,
     MYSQL_INCARNATION_SQL,
@@ -100,7 +100,7 @@ def test_a_keyed_table_has_no_trigger_and_defaults_to_the_sequence() -> None:
             [TABLE],
         )
         assert KEY_SEQUENCE in cursor.fetchone()[0]
-    assert installed_keys(installed_comment(connection)) == "default"
+    assert installed_keys(database(connection).installed_comment()) == "default"
 
 
 def test_32_connections_of_raw_inserts_share_no_key() -> None:
@@ -245,7 +245,7 @@ def test_the_setting_switches_with_migrate_and_back() -> None:
     raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('default-1')")
     with override_settings(SNOWFLAKE={**settings.SNOWFLAKE, "MARIADB_KEYS": "trigger"}):
         call_command("migrate", verbosity=0)
-        assert installed_keys(installed_comment(connection)) == "trigger"
+        assert installed_keys(database(connection).installed_comment()) == "trigger"
         raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('trigger-1')")
         with connection.cursor() as cursor:
             cursor.execute(
@@ -260,7 +260,7 @@ def test_the_setting_switches_with_migrate_and_back() -> None:
         "django_snowflake.W054"
     ]
     call_command("migrate", verbosity=0)
-    assert installed_keys(installed_comment(connection)) == "default"
+    assert installed_keys(database(connection).installed_comment()) == "default"
     assert check_database_functions(databases=["default"]) == []
     raw_insert_cursor.execute(f"INSERT INTO `{TABLE}` (name) VALUES ('default-2')")
     raw_insert_cursor.close()
@@ -274,10 +274,10 @@ def test_migration_0006_moves_a_trigger_installation_to_the_column_default() -> 
     with override_settings(SNOWFLAKE={**settings.SNOWFLAKE, "MARIADB_KEYS": "trigger"}):
         call_command("migrate", verbosity=0)  # the version before's state: triggers
         call_command("migrate", "django_snowflake", "0004", verbosity=0)
-    assert installed_keys(installed_comment(connection)) == "trigger"
+    assert installed_keys(database(connection).installed_comment()) == "trigger"
     executor = MigrationExecutor(connection)
     executor.migrate([("django_snowflake", "0006_mariadb_key_default")])  # no post_migrate
-    assert installed_keys(installed_comment(connection)) == "default"
+    assert installed_keys(database(connection).installed_comment()) == "default"
     test_a_keyed_table_has_no_trigger_and_defaults_to_the_sequence()
 
 

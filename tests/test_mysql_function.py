@@ -24,7 +24,7 @@ from typing import Any, cast
 import pytest
 
 from django_snowflake.layout import BitLayout
-from django_snowflake.vendors.mysql import (
+from django_snowflake.vendors.mysql.trigger import (
     COUNTER,
     LOCK_SQL,
     OLD_BASE,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from django_snowflake.allocators.database import node_type
+from django_snowflake.allocators.hosts import node_type
 
 VM_ROOT = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n"
 OVERLAY_ROOT = "500 400 0:52 / / rw,relatime - overlay overlay rw,lowerdir=/var/lib/docker/l\n"

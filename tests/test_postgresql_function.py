@@ -22,8 +22,14 @@ import pytest
 from django.db import connection
 
 from django_snowflake.layout import BitLayout
-from django_snowflake.vendors import install_sql
-from django_snowflake.vendors.postgresql import ANCHOR, BASE, COUNTER, INCARNATION, PG_LOCK_KEY
+from django_snowflake.vendors.postgresql import (
+    ANCHOR,
+    BASE,
+    COUNTER,
+    INCARNATION,
+    PG_LOCK_KEY,
+    install_sql,
+)
 from tests.ha_servers import Pair, keys_across_a_crash
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's function")
@@ -62,7 +68,7 @@ class Database:
                 session.execute(statement)  # type: ignore[arg-type]
 
     def install(self, layout: BitLayout) -> None:
-        self.run(*install_sql("postgresql", layout, SLOT, alias="tests"))
+        self.run(*install_sql(layout, SLOT, alias="tests"))
 
     def drop(self) -> None:
         with contextlib.closing(self.connect("postgres")) as server:

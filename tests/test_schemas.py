@@ -15,7 +15,8 @@ from django.test.utils import override_settings
 
 from django_snowflake.checks import check_database_functions
 from django_snowflake.conf import get_layout, get_settings
-from django_snowflake.vendors import install_sql, installed_slot
+from django_snowflake.vendors import installed_slot
+from django_snowflake.vendors.postgresql import install_sql
 
 pytestmark = [
     pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's schemas"),
@@ -78,7 +79,7 @@ def plant_copy(schema: str) -> None:
     exists, slot = installed_slot("default")
     assert exists and slot is not None
     with override_settings(SNOWFLAKE={**get_settings(), "FUNCTION_SCHEMA": schema}):
-        for statement in install_sql("postgresql", get_layout(), slot):
+        for statement in install_sql(get_layout(), slot, alias="default"):
             sql(statement)
     sql(
         f"CREATE TABLE {schema}.note (id bigint PRIMARY KEY DEFAULT {schema}.django_snowflake_id())"

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from django_snowflake.vendors.mysql import NO_SLOT_SEQUENCE
+from django_snowflake.vendors.mysql.keys import NO_SLOT_SEQUENCE
 from harness.processes import json_report
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,6 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import logging
-import math
 import os
 import random
 import socket
@@ -28,13 +27,12 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.core.checks import CheckMessage, Error
-from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, IntegrityError, OperationalError, connections
-from django.db.models import Case, F, Min, When
+from django.db.models import Case, F, When
 from django.db.models.functions import Greatest, Now
 from django.utils.translation import gettext_lazy as _
 
@@ -47,7 +45,11 @@ from ..exceptions import (
 )
 from ..generator import Lease
 from ..layout import ms_to_datetime
+from ..vendors import database
 from .base import THREAD_PREFIX, BaseAllocator, is_int, settings_message
+from .failover import FailoverHold, database_incarnation, database_now
+from .heartbeat import Heartbeat, blocked, with_connection
+from .hosts import node_type
 
 if TYPE_CHECKING:
     from ..generator import SnowflakeGenerator
@@ -65,188 +67,14 @@ RESERVED_MS_PER_LEASE_SECOND = 750
 # retry lock conflicts.
 MAX_CLAIM_ATTEMPTS = 100
 CLAIM_SECONDS = 10
-#: MySQL's and MariaDB's error for a deadlock, and for a Galera certification conflict; how
-#: many times a renewal that meets one runs again.
-DEADLOCK = 1213
+#: How many times a renewal that meets a deadlock or a certification conflict runs again.
 CONFLICT_ATTEMPTS = 3
-#: Seconds between two moves of MariaDB's key sequences by a process's heartbeat, and after
-#: a move that could not reach a database (a failover: the new primary's raw INSERTs
-#: repeat the old primary's lost keys until the first move there).
-CLOCK_SECONDS = 1.0
-CLOCK_RETRY_SECONDS = 0.1
 
 
-#: Seconds since 1970 by the database server's clock. As numbers, not datetimes: SQLite's
-#: ``Now()`` is UTC and MySQL's is in the session's zone, while Django reads naive values in
-#: TIME_ZONE (USE_TZ = False) or UTC, so a datetime could be read hours off.
-EPOCH_NOW = {
-    "postgresql": "SELECT EXTRACT(EPOCH FROM STATEMENT_TIMESTAMP())",
-    "mysql": "SELECT UNIX_TIMESTAMP(NOW(6))",
-    "sqlite": "SELECT (julianday('now') - 2440587.5) * 86400.0",
-}
-
-
-def database_now(alias: str) -> datetime:
-    """The database server's current time, as an aware datetime in UTC."""
-    connection = connections[alias]
-    if connection.vendor not in EPOCH_NOW:
-        raise ImproperlyConfigured(
-            f"The database allocator supports PostgreSQL, MySQL, MariaDB and SQLite, not "
-            f"{connection.vendor}."
-        )
-    with connection.cursor() as cursor:
-        cursor.execute(EPOCH_NOW[connection.vendor])
-        (seconds,) = cursor.fetchone()
-    return datetime.fromtimestamp(float(seconds), tz=UTC)
-
-
-# What a container runtime leaves in a process's view, and an image does not: Docker's,
-# containerd's, Podman's and LXC's cgroup names, and the union file systems they mount as /.
-CONTAINER_CGROUPS = ("docker", "kubepods", "containerd", "libpod", "lxc", "garden")
-CONTAINER_ROOTS = frozenset({"overlay", "aufs", "fuse-overlayfs"})
-
-
-def node_type(root: str = "/", environ: Mapping[str, str] = os.environ) -> str:
-    """``container`` inside Docker, Podman, LXC or Kubernetes; ``actual`` otherwise.
-
-    Only what the runtime puts there counts: Kubernetes' ``KUBERNETES_SERVICE_HOST``, the
-    ``container`` variable systemd-nspawn, Podman and LXC set, Podman's
-    ``/run/.containerenv``, a runtime's name in this process's cgroup, or a union file system
-    mounted as ``/``. ``/.dockerenv`` alone does not: it is a file of the image, so a virtual
-    machine booted from an image that was built by Docker (Firecracker, for one) has it too.
-    ``root`` and ``environ`` are where to look (the tests give a directory of their own).
-    """
-    if "KUBERNETES_SERVICE_HOST" in environ or environ.get("container"):
-        return "container"
-    base = os.path.join(root, "")
-    if os.path.exists(base + "run/.containerenv"):
-        return "container"
-    try:
-        with open(base + "proc/self/cgroup") as file:
-            cgroups = file.read()
-    except OSError:
-        cgroups = ""
-    if any(f"/{name}" in cgroups or f"{name}-" in cgroups for name in CONTAINER_CGROUPS):
-        return "container"
-    try:
-        with open(base + "proc/self/mountinfo") as file:
-            mounts = [line.split(" - ", 1) for line in file]
-    except OSError:
-        mounts = []
-    for before, after in (mount for mount in mounts if len(mount) == 2):
-        # mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT ... - FSTYPE SOURCE OPTIONS"
-        if before.split()[4] == "/" and after.split()[0] in CONTAINER_ROOTS:
-            return "container"
-    return "actual"
-
-
-def database_incarnation(alias: str) -> str:
-    """The incarnation of the database ``alias``: which server and which history of its data.
-
-    A failover to a standby or a point-in-time restore changes it, so a claim can tell that
-    the ``WorkerNode`` rows it reads may have lost writes. PostgreSQL: the system identifier
-    and the current timeline (``"7711368944615135348/2"``); MariaDB: the server ID, host name
-    and port, or of a Galera cluster its state UUID (``"galera:<uuid>"``), the same on every
-    node; MySQL: the server ID and ``server_uuid``; SQLite, or a server that does not
-    say: ``""``.
-    """
-    return _incarnation(alias)[0]
-
-
-def _incarnation(alias: str) -> tuple[str, bool]:
-    """The incarnation, and whether the database was never a standby nor restored.
-
-    ``True`` means a claim may trust an empty table: PostgreSQL on timeline 1 (a promotion or
-    a point-in-time restore starts a new one), a MariaDB that never replicated from another
-    server, a MySQL that holds no transaction of another server.
-    """
-    connection = connections[alias]
-    try:
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                # The timeline of pg_control_checkpoint() lags a promotion until the next
-                # checkpoint; the name of the WAL file being written starts with the current one.
-                cursor.execute(
-                    "SELECT system_identifier, pg_walfile_name(pg_current_wal_lsn()) "
-                    "FROM pg_control_system()"
-                )
-                system, walfile = cursor.fetchone()
-                timeline = int(walfile[:8], 16)
-                return f"{system}/{timeline}", timeline == 1
-            if connection.vendor == "mysql" and connection.display_name == "MariaDB":
-                cursor.execute("SELECT @@server_id, @@hostname, @@port, @@gtid_slave_pos")
-                server_id, host, port, replicated = cursor.fetchone()
-                state = _galera_state(cursor)
-                if state:
-                    return f"galera:{state}", not replicated
-                return f"{server_id}@{host}:{port}", not replicated
-            if connection.vendor == "mysql":
-                cursor.execute("SELECT @@server_id, @@server_uuid, @@gtid_executed")
-                server_id, server_uuid, executed = cursor.fetchone()
-                sources = {part.split(":")[0].strip() for part in executed.split(",") if part}
-                return f"{server_id}/{server_uuid}", sources <= {server_uuid}
-    except DatabaseError:
-        # A managed service may hide these (Aurora has no WAL functions): no incarnation,
-        # as on SQLite; the docs say what that leaves uncovered.
-        logger.debug("The incarnation of database %r is unknown", alias, exc_info=True)
-    return "", True
-
-
-def _galera_state(cursor: Any) -> str:
-    """The state UUID of the Galera cluster a MariaDB node belongs to; ``""`` if none.
-
-    Every node of a cluster has every committed write, so the state UUID names the history
-    whichever node answers: moving between nodes is no failover. A cluster bootstrapped anew
-    from a node that recovered no position (every node crashed) starts another history, with
-    another UUID; one bootstrapped from a node that kept its position keeps it, even when
-    that node missed writes (docs: "High-availability databases", Galera).
-    """
-    cursor.execute("SHOW GLOBAL VARIABLES LIKE 'wsrep_on'")
-    wsrep = cursor.fetchone()
-    if wsrep is None or wsrep[1] != "ON":
-        return ""
-    cursor.execute("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_state_uuid'")
-    status = cursor.fetchone()
-    return "" if status is None else str(status[1])
-
-
-def asynchronous_standbys(alias: str) -> int | None:
-    """How many standbys replicate the database ``alias`` asynchronously; ``None`` when it
-    cannot tell (SQLite, no privilege to see them)."""
-    connection = connections[alias]
-    try:
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                # Without pg_read_all_stats the columns other than the pid read NULL.
-                cursor.execute("SELECT sync_state FROM pg_stat_replication")
-                states = [state for (state,) in cursor.fetchall()]
-                if None in states:
-                    return None
-                return sum(state in ("async", "potential") for state in states)
-            if connection.vendor == "mysql":
-                mariadb = connection.display_name == "MariaDB"
-                cursor.execute("SHOW SLAVE HOSTS" if mariadb else "SHOW REPLICAS")
-                replicas = len(cursor.fetchall())
-                cursor.execute("SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%'")
-                semi_sync = any(
-                    name in ("rpl_semi_sync_master_enabled", "rpl_semi_sync_source_enabled")
-                    and value == "ON"
-                    for name, value in cursor.fetchall()
-                )
-                return 0 if semi_sync else replicas
-    except DatabaseError:
-        return None
-    return None
-
-
-class DatabaseAllocator(BaseAllocator):
+class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
     """Leases worker slots from the ``WorkerNode`` table of ``SNOWFLAKE["DATABASE"]``."""
 
     name = "database"
-
-    #: The lease a claim took after a failover, and the unit it may not issue at or below
-    #: before the lease of any holder whose writes the database lost has run out.
-    _failover_hold: tuple[Lease, int, str] | None = None
 
     @classmethod
     def check(
@@ -354,7 +182,7 @@ class DatabaseAllocator(BaseAllocator):
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix=f"{THREAD_PREFIX}claim"
             )
-        return self._executor.submit(_with_connection, self.alias, function).result()
+        return self._executor.submit(with_connection, self.alias, function).result()
 
     def _node(self) -> type[WorkerNode]:
         from ..models import WorkerNode
@@ -384,7 +212,7 @@ class DatabaseAllocator(BaseAllocator):
                 WorkerLeaseLost.DATABASE_ERROR, database=self.alias, error=exc
             ) from exc
         except RuntimeError as exc:
-            if not _blocked(exc):
+            if not blocked(exc):
                 raise
             raise WorkerLeaseLost(
                 WorkerLeaseLost.DATABASE_BLOCKED, database=self.alias, error=exc
@@ -433,7 +261,7 @@ class DatabaseAllocator(BaseAllocator):
                     try:
                         self._run(lambda: self._release(high))
                     except RuntimeError:  # at interpreter exit no new thread may start
-                        _with_connection(self.alias, lambda: self._release(high))
+                        with_connection(self.alias, lambda: self._release(high))
                 except Exception as exc:  # a release is a courtesy; the lease expires anyway
                     # One line: at interpreter exit the table may be gone (a test database).
                     logger.warning("Could not release worker slot %s: %s", lease.worker_id, exc)
@@ -561,7 +389,8 @@ class DatabaseAllocator(BaseAllocator):
             try:
                 return write()
             except OperationalError as exc:
-                if exc.args[:1] != (DEADLOCK,):
+                keys = database(connections[self.alias])
+                if not keys.is_conflict(exc):
                     raise
                 logger.warning(
                     "Worker lease renewal of slot %s met a concurrent write to its row "
@@ -570,9 +399,7 @@ class DatabaseAllocator(BaseAllocator):
                     attempt + 1,
                     exc,
                 )
-                if incarnation.startswith("galera:"):
-                    with connections[self.alias].cursor() as cursor:
-                        cursor.execute("SET SESSION wsrep_sync_wait = 3")
+                keys.after_conflict()
         return 0
 
     def _other_layout(self) -> str | None:
@@ -718,94 +545,8 @@ class DatabaseAllocator(BaseAllocator):
             nodes.update(released_at=Now(), lease_expires_at=Now())
         raise LayoutMismatch(self.layout.fingerprint, other)
 
-    def _incarnation_floor(self) -> tuple[str, Any, int]:
-        """The database's incarnation, when it was first seen, and the time unit at or below
-        which a claim may not issue because of a failover (-1: none).
-
-        A failover or a restore may have lost the writes of a holder, so no row tells whether
-        a slot is free, and an empty table may have lost every row. That holder stops by its
-        own lease end, at most ``LEASE_SECONDS`` after its last renewal, which the old
-        incarnation took before the new one was first seen. IDs carry absolute times, so a
-        claim may issue above ``first seen + LEASE_SECONDS`` whatever the clocks; the holder's
-        own limit is a margin earlier still (its clock is within the margin of the
-        database's, see _measure_offset), and the margin is added again here for drift.
-        "First seen" is the earliest among rows already carrying the incarnation, else now:
-        two claims racing to be first both take their own time, which can only wait longer.
-        """
-        incarnation, original = _incarnation(self.alias)
-        if not incarnation:
-            return "", None, -1
-        nodes = self._node().objects.using(self.alias)
-        # Stored back as read (a round trip through Django keeps the value whatever the
-        # zones), but measured by the database, which knows the zone it wrote it in.
-        since: Any = nodes.filter(incarnation=incarnation).aggregate(
-            first=Min("incarnation_since")
-        )["first"]
-        if since is None:
-            since, seen_s = Now(), database_now(self.alias).timestamp()
-        else:
-            seen_s = self._first_seen(incarnation)
-        # A database that was never a standby nor restored lost no write, unless its rows
-        # came from another server (a dump restored into a new one).
-        if original and not nodes.exclude(incarnation__in=(incarnation, "")).exists():
-            return incarnation, since, -1
-        ready_ms = seen_s * 1000 + self.lease_seconds * 1000 + self.margin_ms
-        return incarnation, since, self.layout.to_units(math.ceil(ready_ms))
-
-    def _first_seen(self, incarnation: str) -> float:
-        """Seconds since 1970 at which the rows of ``incarnation`` first saw it."""
-        connection = connections[self.alias]
-        epoch = {"postgresql": "EXTRACT(EPOCH FROM {})", "mysql": "UNIX_TIMESTAMP({})"}
-        column = epoch[connection.vendor].format("MIN(incarnation_since)")
-        table = connection.ops.quote_name(self._node()._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {column} FROM {table} WHERE incarnation = %s", [incarnation])
-            (seconds,) = cursor.fetchone()
-        return float(seconds)
-
-    def _hold_after_failover(
-        self, generator: SnowflakeGenerator, lease: Lease, resume_floor: int
-    ) -> Lease:
-        """``lease``, unless a failover keeps it from issuing yet (then raise, keeping it)."""
-        if resume_floor < 0:
-            return lease
-        self._failover_hold = (lease, resume_floor, database_incarnation(self.alias))
-        self._wait_for_failover(generator)
-        return lease
-
-    def _wait_for_failover(self, generator: SnowflakeGenerator) -> None:
-        """Raise ``WorkerLeaseLost`` while the slot claimed after a failover may not issue.
-
-        A generator given a floor far ahead of its clock would raise ClockMovedBackwards or
-        sleep for up to a whole lease inside ``generate()``; a clear error at once, saying
-        when IDs resume, lets the caller decide (retry, fail the request, wait).
-        """
-        held = self._failover_hold
-        if held is None:
-            return
-        lease, floor, incarnation = held
-        now = generator.now()
-        if self.layout.to_units(now) > floor:
-            self._failover_hold = None
-            return
-        resume_ms = self.layout.unit_start_ms(floor + 1)
-        raise WorkerLeaseLost(
-            WorkerLeaseLost.FAILOVER,
-            database=self.alias,
-            incarnation=incarnation,
-            worker_id=lease.worker_id,
-            resume_at=ms_to_datetime(resume_ms),
-            resume_in_seconds=(resume_ms - now) / 1000,
-        )
-
     def _lock_hint(self, error: OperationalError) -> str:
-        if connections[self.alias].vendor != "sqlite" or "locked" not in str(error):
-            return ""
-        return (
-            "; SQLite has one writer at a time: if the first ID of this process is generated "
-            "inside a transaction that has already used the database, claim the slot before "
-            "it (get_generator().ensure_lease(), or CLAIM_ON_READY)"
-        )
+        return database(connections[self.alias]).lock_hint(error)
 
     def _free_worker_id(self, attempt: int) -> int | None:
         """The lowest unused worker ID; after lost races, one of the lowest few, at random.
@@ -888,92 +629,3 @@ class DatabaseAllocator(BaseAllocator):
         )
         with self._state:
             self._pk = self._token = self._lease = None
-
-    # The heartbeat.
-
-    def _start_heartbeat(self) -> None:
-        if self._heartbeat is not None and self._heartbeat.is_alive():
-            return
-        self._stop = threading.Event()
-        self._heartbeat = threading.Thread(
-            target=self._beat, name=f"{THREAD_PREFIX}heartbeat", daemon=True
-        )
-        self._heartbeat.start()
-
-    def _beat(self) -> None:
-        interval = self.lease_seconds / 3
-        due = time.monotonic() + interval
-        # MariaDB's key sequences follow the clock by these beats (database_keys), once a
-        # second, the first at once: a process starting after an idle pause brings their lag
-        # back with its claim, not a second later. The lease is renewed when due.
-        clocks = any(connection.vendor == "mysql" for connection in connections.all())
-        tick = 0.0
-        while not self._stop.wait(
-            min(tick, due - time.monotonic()) if clocks else due - time.monotonic()
-        ):
-            if clocks:
-                tick = CLOCK_RETRY_SECONDS if _move_clocks() else CLOCK_SECONDS
-            if time.monotonic() < due:
-                continue
-            generator = self._generator() if self._generator is not None else None
-            with self._state:
-                lease = self._lease
-            if generator is None or lease is None:
-                return
-            try:
-                limit = _with_connection(
-                    self.alias, functools.partial(self._renew, generator, lease)
-                )
-            except (DatabaseError, RuntimeError) as exc:
-                if isinstance(exc, RuntimeError) and not _blocked(exc):
-                    raise
-                # The database is away, or a test runner blocks it between the tests that
-                # use it: retry each second; the generator stops at its limit.
-                logger.log(
-                    logging.DEBUG if isinstance(exc, RuntimeError) else logging.WARNING,
-                    "Worker lease renewal failed (retrying each second): %s",
-                    exc,
-                )
-                interval = min(interval, 1.0)
-                due = time.monotonic() + interval
-                continue
-            interval = self.lease_seconds / 3
-            due = time.monotonic() + interval
-            if limit is None:
-                logger.warning("Worker lease of slot %s was lost", lease.worker_id)
-                generator.revoke(lease)
-                return
-            generator.extend(lease, limit)
-
-
-def _move_clocks() -> bool:
-    """Move MariaDB's key sequences (:func:`~django_snowflake.database_keys.move_database_clocks`);
-    whether a database could not be reached. A test runner's refusal of database access
-    leaves them to the next beat."""
-    from ..database_keys import move_database_clocks
-
-    try:
-        return move_database_clocks()
-    except RuntimeError as exc:
-        if not _blocked(exc):
-            raise
-        return False
-
-
-def _blocked(error: RuntimeError) -> bool:
-    """Whether ``error`` is pytest-django's refusal of database access outside the tests
-    that ask for it (it raises RuntimeError, not a DatabaseError)."""
-    return "Database access not allowed" in str(error)
-
-
-def _with_connection(alias: str, function: Callable[[], T]) -> T:
-    """Run ``function`` on this thread's connection, closed afterwards.
-
-    A claim or renewal comes every ``LEASE_SECONDS / 3`` at most, so a connection kept open
-    between them would only hold the database: a test runner could not drop its test
-    database ("being accessed by other users"), and an idle server would count it.
-    """
-    try:
-        return function()
-    finally:
-        connections[alias].close()

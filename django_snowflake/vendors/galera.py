@@ -5,7 +5,22 @@ On the column-default path (:func:`default_sql`), one ``migrate`` through any no
 node the cluster names: the keyed columns' ``DEFAULT`` and the one function choose the node's
 sequence by ``@@wsrep_node_name``, all replicated. On the trigger path every node has a function
 of its own (:mod:`.mysql`, ``node``): ``migrate`` through one node installs it on every node it
-can reach (:func:`install`).
+can reach (:meth:`Galera.install`).
+
+**A Galera cluster** draws, on each node, sequences only that node draws, under the node's own
+slot. On the column-default path the ``DEFAULT`` and the one function choose them by
+``@@wsrep_node_name`` (:func:`galera_key_expression`), each node's sequence moved by its own
+heartbeats (:class:`KeyClock`). On the trigger path, below, each node
+(``node``) gets a clock of its own: the same function over sequences named after it (``django_snowflake_id_<node>_counter``...), under a slot of its own. Galera neither
+certifies nor serialises a sequence's draws across nodes (one sequence drawn on two nodes at
+once repeats values) and ``GET_LOCK`` is a node's own, but a sequence only one node draws is
+safe: its draws replicate as row images to the others, so a node that rejoins by a state
+transfer gets its clock back. The sequences are created cluster-wide (replicated DDL); the
+function is created on that node alone (``wsrep_on`` off for the statement), since each node's
+names its own sequences and slot. A state transfer (SST) copies the donor's whole datadir,
+its function included: a function refuses on any node but its own, and the node's incarnation
+is its name and ``wsrep_gcomm_uuid`` (new at every start), so after a crash and rejoin the
+node skips its clock past the keys it issued whose draws were not replicated, as a failover.
 """
 
 from __future__ import annotations
@@ -15,16 +30,23 @@ import logging
 import re
 from typing import Any
 
-from django.db import DatabaseError, connections
+from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 from ..database_slots import database_label, labelled_slots, lease_database_slot
 from ..exceptions import SnowflakeError
 from ..layout import BitLayout
-from . import installed_comment, mysql, own_sql
-from .base import comment, lead_units
-from .mysql import refusal_sql
+from .base import COMMENT, comment, lead_units
+from .mysql import MariaDB, keys_setting
+from .mysql.keys import (
+    KEYS_DEFAULT,
+    galera_key_expression,
+    galera_key_sql,
+    galera_nodes,
+    node_key,
+)
+from .mysql.trigger import refusal_sql
 
 logger = logging.getLogger("django_snowflake")
 
@@ -39,83 +61,13 @@ def node_name(connection: BaseDatabaseWrapper) -> str | None:
     return variables["wsrep_node_name"] if variables.get("wsrep_on") == "ON" else None
 
 
-def stranger(alias: str) -> bool:
-    """Whether the Galera node of database ``alias`` has no keys of its own: on the trigger
-    path a function that is not its own (another node's, which a state transfer copied there,
-    the refusal of a ``migrate`` that did not reach it, or one of a version before the nodes
-    had their own); on the column-default path, a node the keys' expression does not name (it
-    joined after the last ``migrate``). ``migrate`` through the node gives it its own."""
-    connection = connections[alias]
-    if connection.vendor != "mysql":
-        return False
-    node = node_name(connection)
-    return node is not None and not _served(installed_comment(connection), node)
-
-
 def _served(comment: str | None, node: str) -> bool:
     """Whether the function with ``comment`` gives keys of its own on ``node``."""
-    listed = mysql.galera_nodes(comment)
+    listed = galera_nodes(comment)
     if listed is not None:
-        return mysql.node_key(node) in listed
+        return node_key(node) in listed
     found = re.search(r" node=(.*)$", comment or "")
     return found is not None and found.group(1) == node
-
-
-def unserved(connection: BaseDatabaseWrapper) -> bool:
-    """Whether the cluster's column-default keys leave out a node of the cluster (one that
-    was down, or not yet a member, at the last ``migrate``); ``False`` off that path."""
-    listed = mysql.galera_nodes(installed_comment(connection))
-    if listed is None:
-        return False
-    with connection.cursor() as cursor:
-        names = [name for name, _address, _uuid in _members(cursor) if name]
-    return any(mysql.node_key(name) not in listed for name in names)
-
-
-def member_names(connection: BaseDatabaseWrapper) -> list[str]:
-    """The ``wsrep_node_name`` of every node of ``connection``'s cluster whose name is known,
-    this node's first: read on each node ``migrate`` can reach (so that two nodes of one name,
-    which would draw one sequence under one slot, stop it, as :func:`peers` says), else as
-    ``mysql.wsrep_cluster_members`` names it."""
-    others = peers(connection)
-    try:
-        named = [peer.name for peer in others if peer.name != peer.address]
-    finally:
-        for peer in others:
-            peer.close()
-    return [str(node_name(connection)), *sorted(named)]
-
-
-def key_slots(connection: BaseDatabaseWrapper, layout: BitLayout) -> dict[str, Any]:
-    """Every node's slot, by name: leased for each node of ``connection``'s cluster."""
-    alias = connection.alias
-    return {name: lease_database_slot(alias, layout, name) for name in member_names(connection)}
-
-
-def default_sql(connection: BaseDatabaseWrapper, layout: BitLayout) -> list[str]:
-    """The column-default path of the cluster of ``connection`` (:func:`.mysql.galera_key_sql`):
-    every node it names served from this one ``migrate``. The sequences set are this node's,
-    those of nodes not served before (or served without a slot, which draw none), and all of
-    them when the cluster leaves the trigger path (no node draws them then)."""
-    slots = key_slots(connection, layout)
-    here = next(iter(slots))
-    served = mysql.galera_nodes(installed_comment(connection))
-    moving = {
-        name
-        for name in slots
-        if served is None or served.get(mysql.node_key(name), "none") == "none"
-    }
-    with connection.cursor() as cursor:
-        runs = {name: uuid for name, _, uuid in _members(cursor) if name and uuid}
-    return mysql.galera_key_sql(
-        layout,
-        slots,
-        here=here,
-        moving=moving | {here},
-        runs=runs,
-        lead_units=lead_units(layout),
-        comment=comment(layout, slots[here], connection.alias, None),
-    )
 
 
 def refusal_statement(alias: str, layout: BitLayout) -> str:
@@ -237,104 +189,242 @@ def peers(connection: BaseDatabaseWrapper) -> list[Peer]:
     return found
 
 
-def install(editor: BaseDatabaseSchemaEditor, statements: list[str]) -> None:
-    """Run ``statements`` (a node's own function: :func:`own_sql`) through ``editor``; then
-    install their own on every other node of the cluster that ``migrate`` can reach, with the
-    same database settings but that node's incoming address. A node it cannot address
-    (``wsrep_node_incoming_address = AUTO``) or reach keeps its function, or the refusal of
-    the first install, until ``migrate`` runs through it; the log names each node and says
-    what was done there."""
-    from ..conf import get_layout
+class Galera(MariaDB):
+    """A node of a Galera cluster: MariaDB, with what is per node (its name, its keys' slot
+    and sequence, the other nodes ``migrate`` serves, the cluster's incarnation)."""
 
-    connection = editor.connection
-    alias = connection.alias
-    others = peers(connection) if not editor.collect_sql else []
-    try:
-        run(connection, statements, lambda statement: editor.execute(statement, params=None))
-        if not editor.collect_sql:
-            logger.info(
-                "The Snowflake function of database %r was installed on Galera node %s "
-                "(migrate runs through it).",
-                alias,
-                node_name(connection),
-            )
-        for peer in others:
-            if peer.connection is not None:
-                try:
-                    with peer.connection.cursor() as cursor:
-                        # The node has applied the refusal of a first install before it
-                        # replaces it.
-                        cursor.execute("SET SESSION wsrep_sync_wait = 1")
-                        cursor.execute("SELECT 1")
-                        cursor.execute("SET SESSION wsrep_sync_wait = DEFAULT")
-                        own = own_sql(connection, get_layout(), peer.name)
-                        run(peer.connection, own, cursor.execute)
-                except DatabaseError as exc:
-                    peer.reason = f"the install failed there: {exc}"
-                else:
-                    logger.info(
-                        "The Snowflake function of database %r was installed on Galera node "
-                        "%s (at %s).",
-                        alias,
-                        peer.name,
-                        peer.address,
+    def __init__(self, connection: BaseDatabaseWrapper, node: str) -> None:
+        super().__init__(connection)
+        #: This node's ``wsrep_node_name``.
+        self.node = node
+
+    def node_name(self) -> str | None:
+        return self.node
+
+    def where(self) -> str:
+        return f"node {self.node}"
+
+    def _column_default_path(self) -> bool:
+        return keys_setting() == KEYS_DEFAULT
+
+    def function_sql(self) -> list[str]:
+        """On the column-default path, every node's (:meth:`default_sql`); on the trigger
+        path, this node's own (:meth:`install` installs the other nodes')."""
+        from ..conf import get_layout
+
+        layout = get_layout()
+        if self._column_default_path():
+            return self.default_sql(layout)
+        statements = self.own_sql(layout, self.node)
+        if "node=" not in (self.installed_comment() or ""):
+            # The first install on the cluster: every node gets a function that refuses,
+            # saying what to run, before the nodes migrate reaches get their own.
+            statements.insert(0, refusal_statement(self.alias, layout))
+        return statements
+
+    def key_default(self) -> str | None:
+        from ..conf import get_layout
+
+        if not self._column_default_path():
+            return "0"
+        layout = get_layout()
+        return galera_key_expression(layout, self.key_slots(layout))
+
+    def function_slot(self) -> tuple[bool, tuple[int, int] | None]:
+        comment = self.installed_comment()
+        if comment is None:
+            return False, None
+        listed = galera_nodes(comment)
+        if listed is not None:  # the cluster's one function: the slot of this node
+            comment = f"slot={listed.get(node_key(self.node), 'none')}"
+        found = COMMENT.search(comment)
+        if found is None or found.group(1) is None:
+            return True, None
+        return True, (int(found.group(1)), int(found.group(2)))
+
+    def incarnation(self) -> tuple[str, bool]:
+        """The cluster's state UUID, the same on every node.
+
+        Every node of a cluster has every committed write, so the state UUID names the history
+        whichever node answers: moving between nodes is no failover. A cluster bootstrapped
+        anew from a node that recovered no position (every node crashed) starts another
+        history, with another UUID; one bootstrapped from a node that kept its position keeps
+        it, even when that node missed writes (docs: "High-availability databases", Galera).
+        """
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT @@gtid_slave_pos")
+            (replicated,) = cursor.fetchone()
+            cursor.execute("SHOW GLOBAL STATUS LIKE 'wsrep_cluster_state_uuid'")
+            status = cursor.fetchone()
+        if status is None or not status[1]:
+            return super().incarnation()
+        return f"galera:{status[1]}", not replicated
+
+    def after_conflict(self) -> None:
+        """Before a renewal runs again after a certification conflict: wait until this node
+        has applied every write the cluster committed before it, so it sees the other one."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("SET SESSION wsrep_sync_wait = 3")
+
+    def stranger(self) -> bool:
+        """Whether the Galera node of database ``alias`` has no keys of its own: on the trigger
+        path a function that is not its own (another node's, which a state transfer copied there,
+        the refusal of a ``migrate`` that did not reach it, or one of a version before the nodes
+        had their own); on the column-default path, a node the keys' expression does not name (it
+        joined after the last ``migrate``). ``migrate`` through the node gives it its own."""
+        return not _served(self.installed_comment(), self.node)
+
+    def unserved(self) -> bool:
+        """Whether the cluster's column-default keys leave out a node of the cluster (one that
+        was down, or not yet a member, at the last ``migrate``); ``False`` off that path."""
+        listed = galera_nodes(self.installed_comment())
+        if listed is None:
+            return False
+        with self.connection.cursor() as cursor:
+            names = [name for name, _address, _uuid in _members(cursor) if name]
+        return any(node_key(name) not in listed for name in names)
+
+    def member_names(self) -> list[str]:
+        """The ``wsrep_node_name`` of every node of ``connection``'s cluster whose name is known,
+        this node's first: read on each node ``migrate`` can reach (so that two nodes of one name,
+        which would draw one sequence under one slot, stop it, as :func:`peers` says), else as
+        ``mysql.wsrep_cluster_members`` names it."""
+        others = peers(self.connection)
+        try:
+            named = [peer.name for peer in others if peer.name != peer.address]
+        finally:
+            for peer in others:
+                peer.close()
+        return [self.node, *sorted(named)]
+
+    def key_slots(self, layout: BitLayout) -> dict[str, Any]:
+        """Every node's slot, by name: leased for each node of the cluster."""
+        return {name: lease_database_slot(self.alias, layout, name) for name in self.member_names()}
+
+    def default_sql(self, layout: BitLayout) -> list[str]:
+        """The column-default path of the cluster (:func:`.mysql.keys.galera_key_sql`):
+        every node it names served from this one ``migrate``. The sequences set are this node's,
+        those of nodes not served before (or served without a slot, which draw none), and all of
+        them when the cluster leaves the trigger path (no node draws them then)."""
+        slots = self.key_slots(layout)
+        here = next(iter(slots))
+        served = galera_nodes(self.installed_comment())
+        moving = {
+            name for name in slots if served is None or served.get(node_key(name), "none") == "none"
+        }
+        with self.connection.cursor() as cursor:
+            runs = {name: uuid for name, _, uuid in _members(cursor) if name and uuid}
+        return galera_key_sql(
+            layout,
+            slots,
+            here=here,
+            moving=moving | {here},
+            runs=runs,
+            lead_units=lead_units(layout),
+            comment=comment(layout, slots[here], self.alias, None),
+        )
+
+    def install(self, editor: BaseDatabaseSchemaEditor) -> None:
+        """On the column-default path, run :meth:`function_sql` through ``editor`` (replicated to
+        every node). On the trigger path, run this node's own function through ``editor``; then
+        install their own on every other node of the cluster that ``migrate`` can reach, with the
+        same database settings but that node's incoming address. A node it cannot address
+        (``wsrep_node_incoming_address = AUTO``) or reach keeps its function, or the refusal of
+        the first install, until ``migrate`` runs through it; the log names each node and says
+        what was done there."""
+        from ..conf import get_layout
+
+        statements = self.function_sql()
+        if LOCAL not in statements:
+            super().install(editor)
+            return
+        connection = editor.connection
+        alias = connection.alias
+        others = peers(connection) if not editor.collect_sql else []
+        try:
+            run(connection, statements, lambda statement: editor.execute(statement, params=None))
+            if not editor.collect_sql:
+                logger.info(
+                    "The Snowflake function of database %r was installed on Galera node %s "
+                    "(migrate runs through it).",
+                    alias,
+                    self.node,
+                )
+            for peer in others:
+                if peer.connection is not None:
+                    try:
+                        with peer.connection.cursor() as cursor:
+                            # The node has applied the refusal of a first install before it
+                            # replaces it.
+                            cursor.execute("SET SESSION wsrep_sync_wait = 1")
+                            cursor.execute("SELECT 1")
+                            cursor.execute("SET SESSION wsrep_sync_wait = DEFAULT")
+                            own = self.own_sql(get_layout(), peer.name)
+                            run(peer.connection, own, cursor.execute)
+                    except DatabaseError as exc:
+                        peer.reason = f"the install failed there: {exc}"
+                    else:
+                        logger.info(
+                            "The Snowflake function of database %r was installed on Galera node "
+                            "%s (at %s).",
+                            alias,
+                            peer.name,
+                            peer.address,
+                        )
+                        continue
+                logger.warning(
+                    "The Snowflake function of database %r was NOT installed on Galera node %s: "
+                    "%s. Until it is, every INSERT through that node that leaves a Snowflake key "
+                    "out fails. Run python manage.py migrate --database=%s connected to that node "
+                    "(its HOST and PORT), or set wsrep_node_incoming_address on every node and "
+                    "migrate again.",
+                    alias,
+                    peer.name,
+                    peer.reason,
+                    alias,
+                )
+        finally:
+            for peer in others:
+                peer.close()
+
+    def nodes_report(self) -> list[dict[str, Any]]:
+        """Every node of the Galera cluster database ``alias`` is on, as ``show_worker`` lists
+        them: its ``node`` name, its ``slot`` (``"W/D"`` as the coordination database records it
+        for that node, ``None`` without one) and ``function``: ``"own"`` (keys of its own),
+        ``"other"`` (on the trigger path the refusal of a first ``migrate`` that did not reach it,
+        or another node's function, copied by a state transfer; on the column-default path a node
+        the keys' expression does not name) or ``None`` when it cannot be read from here
+        (``reason`` says why)."""
+        connection, alias = self.connection, self.alias
+        slots = labelled_slots(database_label(alias, ""))
+        cluster_wide = self.installed_comment()
+        found: list[tuple[str, BaseDatabaseWrapper | None, str]]
+        if galera_nodes(cluster_wide) is not None:
+            # One function for the whole cluster, replicated: read here for every node.
+            found = [(name, None, "") for name in self.member_names()]
+        else:
+            cluster_wide = None
+            found = [(self.node, connection, "")] + [
+                (peer.name, peer.connection, peer.reason) for peer in peers(connection)
+            ]
+        report = []
+        try:
+            for name, node, reason in found:
+                slot = slots.get(database_label(alias, name))
+                entry: dict[str, Any] = {
+                    "node": name,
+                    "slot": None if slot is None else f"{slot[0]}/{slot[1]}",
+                    "function": None,
+                    "reason": reason,
+                }
+                if cluster_wide is not None or node is not None:
+                    comment_there = (
+                        cluster_wide if node is None else MariaDB(node).installed_comment()
                     )
-                    continue
-            logger.warning(
-                "The Snowflake function of database %r was NOT installed on Galera node %s: "
-                "%s. Until it is, every INSERT through that node that leaves a Snowflake key "
-                "out fails. Run python manage.py migrate --database=%s connected to that node "
-                "(its HOST and PORT), or set wsrep_node_incoming_address on every node and "
-                "migrate again.",
-                alias,
-                peer.name,
-                peer.reason,
-                alias,
-            )
-    finally:
-        for peer in others:
-            peer.close()
-
-
-def nodes_report(alias: str) -> list[dict[str, Any]]:
-    """Every node of the Galera cluster database ``alias`` is on, as ``show_worker`` lists
-    them: its ``node`` name, its ``slot`` (``"W/D"`` as the coordination database records it
-    for that node, ``None`` without one) and ``function``: ``"own"`` (keys of its own),
-    ``"other"`` (on the trigger path the refusal of a first ``migrate`` that did not reach it,
-    or another node's function, copied by a state transfer; on the column-default path a node
-    the keys' expression does not name) or ``None`` when it cannot be read from here
-    (``reason`` says why). ``[]`` off Galera."""
-    connection = connections[alias]
-    here = node_name(connection) if connection.vendor == "mysql" else None
-    if here is None:
-        return []
-    slots = labelled_slots(database_label(alias, ""))
-    cluster_wide = installed_comment(connection)
-    found: list[tuple[str, BaseDatabaseWrapper | None, str]]
-    if mysql.galera_nodes(cluster_wide) is not None:
-        # One function for the whole cluster, replicated: read here for every node.
-        found = [(name, None, "") for name in member_names(connection)]
-    else:
-        cluster_wide = None
-        found = [(here, connection, "")] + [
-            (peer.name, peer.connection, peer.reason) for peer in peers(connection)
-        ]
-    report = []
-    try:
-        for name, node, reason in found:
-            slot = slots.get(database_label(alias, name))
-            entry: dict[str, Any] = {
-                "node": name,
-                "slot": None if slot is None else f"{slot[0]}/{slot[1]}",
-                "function": None,
-                "reason": reason,
-            }
-            if cluster_wide is not None or node is not None:
-                comment_there = cluster_wide if node is None else installed_comment(node)
-                entry["function"] = "own" if _served(comment_there, name) else "other"
-            report.append(entry)
-    finally:
-        for _name, node, _reason in found[1:]:
-            if node is not None:
-                node.close()
-    return report
+                    entry["function"] = "own" if _served(comment_there, name) else "other"
+                report.append(entry)
+        finally:
+            for _name, node, _reason in found[1:]:
+                if node is not None:
+                    node.close()
+        return report

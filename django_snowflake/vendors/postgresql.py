@@ -26,10 +26,12 @@ import hashlib
 from collections.abc import Callable
 from textwrap import indent
 
+from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 from ..layout import BitLayout
-from .base import FUNCTION, comment, hold_units, lead_units, refusal
+from .base import FUNCTION, ServerDatabase, comment, hold_units, lead_units, refusal
 
 COUNTER = "django_snowflake_id_counter"
 BASE = "django_snowflake_id_base"
@@ -142,6 +144,7 @@ def key_changed_sql(
 def install_sql(
     layout: BitLayout, slot: tuple[int, int] | None, *, alias: str, node: str | None = None
 ) -> list[str]:
+    """The statements of :meth:`PostgreSQL.install_sql`."""
     description = comment(layout, slot, alias)
     # Every name qualified and the path pinned: what the function draws never depends on the
     # caller's search_path (PostgreSQL's "Writing SECURITY DEFINER Functions Safely").
@@ -432,3 +435,95 @@ def clock_sql(layout: BitLayout, node: None = None) -> str:
         f"SELECT ({now_units} - ((b.last_value + c.last_value) >> {layout.sequence_bits}))"
         f" * {layout.time_unit_ms} FROM {qualified(BASE)} b, {qualified(COUNTER)} c"
     )
+
+
+class PostgreSQL(ServerDatabase):
+    """PostgreSQL: the function above, in ``SNOWFLAKE["FUNCTION_SCHEMA"]``; the lease reads
+    the server's clock, its system identifier and timeline; ``COPY`` loads in bulk."""
+
+    supported = True
+
+    display_name = "PostgreSQL"
+    bulk_loader_class = "django_snowflake.bulk.postgresql.PostgreSQLLoader"
+    column_sql = COLUMN_SQL
+
+    def install_sql(
+        self, layout: BitLayout, slot: tuple[int, int] | None, node: str | None = None
+    ) -> list[str]:
+        return install_sql(layout, slot, alias=self.alias)
+
+    def slot_to_keep(self) -> tuple[int, int] | None:
+        # The slot its function already has, if the worker table it reads records that slot
+        # for nobody (see lease_database_slot).
+        return self.function_slot()[1]
+
+    def comment_query(self) -> tuple[str, list[str]]:
+        return installed_comment_sql()
+
+    def is_plain_bigint(self, row: tuple[str, ...]) -> bool:
+        return plain_bigint(row)
+
+    def column_default_sql(self, key_default: Callable[[], str | None] | None = None) -> str:
+        # The database's one function, whatever schema the table is made in (a tenant's).
+        return f"{qualified(FUNCTION)}()"
+
+    def key_default_sql(
+        self, quote_name: Callable[[str], str], table: str, column: str, default: str | None
+    ) -> list[str]:
+        return key_default_sql(quote_name, table, column)
+
+    def needs_repair(self) -> bool:
+        return any(name != schema() or not pinned for name, pinned in self.function_copies())
+
+    def repair(self, editor: BaseDatabaseSchemaEditor) -> None:
+        from ..conf import get_layout
+
+        if not self.needs_repair():
+            return
+        if not any(name == schema() and pinned for name, pinned in self.function_copies()):
+            self.install(editor)
+        for statement in repair_sql(self.connection, get_layout()):
+            editor.execute(statement, params=None)
+
+    def function_copies(self) -> list[tuple[str, bool]]:
+        return [(name, pinned) for _, name, pinned in copies(self.connection)]
+
+    def function_schema(self) -> str | None:
+        return schema()
+
+    def where(self) -> str:
+        return f"schema {schema()}"
+
+    def clock_sql(self, layout: BitLayout) -> str | None:
+        return clock_sql(layout)
+
+    def now_sql(self) -> str:
+        return "SELECT EXTRACT(EPOCH FROM STATEMENT_TIMESTAMP())"
+
+    def epoch_sql(self, expression: str) -> str:
+        return f"EXTRACT(EPOCH FROM {expression})"
+
+    def incarnation(self) -> tuple[str, bool]:
+        # The timeline of pg_control_checkpoint() lags a promotion until the next checkpoint;
+        # the name of the WAL file being written starts with the current one. A promotion or a
+        # point-in-time restore starts a timeline above 1.
+        with self.connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT system_identifier, pg_walfile_name(pg_current_wal_lsn()) "
+                "FROM pg_control_system()"
+            )
+            system, walfile = cursor.fetchone()
+        timeline = int(walfile[:8], 16)
+        return f"{system}/{timeline}", timeline == 1
+
+    def asynchronous_standbys(self) -> int | None:
+        try:
+            with self.connection.cursor() as cursor:
+                # Without pg_read_all_stats the columns other than the pid read NULL.
+                cursor.execute("SELECT sync_state FROM pg_stat_replication")
+                states = [state for (state,) in cursor.fetchall()]
+        except DatabaseError:
+            return None
+        if None in states:
+            return None
+        return sum(state in ("async", "potential") for state in states)

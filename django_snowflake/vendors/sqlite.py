@@ -17,7 +17,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ..allocators.base import on_allocator_thread
 from ..exceptions import SnowflakeError
-from .base import FUNCTION, is_database_keyed
+from .base import FUNCTION, Database, is_database_keyed
 
 # After a failed claim, how long a connection waits before it claims again.
 CLAIM_RETRY_SECONDS = 1.0
@@ -139,3 +139,32 @@ def prepare(connection: BaseDatabaseWrapper) -> None:
     if connection.connection is not None:
         connection.connection.create_function(FUNCTION, 0, _sqlite_snowflake, deterministic=False)
         connection._snowflake_claim_failed_at = None  # type: ignore[attr-defined]
+
+
+class SQLite(Database):
+    """SQLite, the development database: ``django_snowflake_id()`` is the process's generator,
+    registered on every connection (:meth:`prepare_connection`); one writer at a time."""
+
+    supported = True
+
+    display_name = "SQLite"
+    bulk_loader_class = "django_snowflake.bulk.sqlite.SQLiteLoader"
+
+    @classmethod
+    def prepare_connection(cls, connection: BaseDatabaseWrapper) -> None:
+        prepare(connection)
+
+    def now_sql(self) -> str:
+        return "SELECT (julianday('now') - 2440587.5) * 86400.0"
+
+    def epoch_sql(self, expression: str) -> str:
+        return f"(julianday({expression}) - 2440587.5) * 86400.0"
+
+    def lock_hint(self, error: DatabaseError) -> str:
+        if "locked" not in str(error):
+            return ""
+        return (
+            "; SQLite has one writer at a time: if the first ID of this process is generated "
+            "inside a transaction that has already used the database, claim the slot before "
+            "it (get_generator().ensure_lease(), or CLAIM_ON_READY)"
+        )

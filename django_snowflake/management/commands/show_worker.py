@@ -19,7 +19,7 @@ from ...database_keys import function_report
 from ...exceptions import SnowflakeError
 from ...layout import BIT_FIELDS, bit_diagram, ms_to_datetime
 from ...slots import database_alias, function_in_words, galera_node_in_words, reserved_for
-from ...vendors import galera
+from ...vendors import database
 
 # The report's lines, for people; ``--json`` keeps the keys.
 LABELS = {
@@ -119,7 +119,7 @@ class Command(BaseCommand):
         for found in report["database_functions"]:
             if str(found["where"]).startswith("node "):
                 try:
-                    found["galera_nodes"] = galera.nodes_report(found["database"])
+                    found["galera_nodes"] = database(connections[found["database"]]).nodes_report()
                 except (DatabaseError, SnowflakeError) as exc:
                     found["galera_nodes_error"] = str(exc).strip()
         if options["all"]:

@@ -1,21 +1,5 @@
-"""MariaDB/MySQL's keys from the database: a column default over one sequence, or the strict
-trigger and function (``SNOWFLAKE["MARIADB_KEYS"]``).
-
-**The column default** (``"default"``, docs/fields.rst): the key of an INSERT that leaves it out
-is the column's ``DEFAULT``, :func:`key_expression`, over one sequence per database
-(:data:`KEY_SEQUENCE`) whose value counts layout units (time, then sequence):
-``(NEXT VALUE FOR s) DIV 4096 * 4194304 + <slot bits> + (PREVIOUS VALUE FOR s) MOD 4096``
-with the ``twitter`` layout. Each ``NEXT VALUE FOR`` draws (written twice it would draw
-twice); ``PREVIOUS VALUE FOR`` is the session's last draw, the one just made, left to right,
-row by row in a multi-row INSERT. No trigger: an INSERT that gives its key (every one Django
-makes) pays nothing. The sequence follows the wall clock only because something moves it
-forward: each process's heartbeat, once a second (:func:`move_clock_sql`), and ``migrate``.
-``SETVAL`` only moves a sequence forward, so keys between two moves count up from the last one:
-they never repeat nor go back, and lag the clock by the time since the last move. The
-incarnation the sequence last skipped for is a row of :data:`CLOCK_TABLE` (read by the
-heartbeat, never by an INSERT): the first heartbeat after a failover moves the sequence past
-anything the old primary may have issued (:func:`failover_sql`). ``django_snowflake_id()``
-then draws the same sequence.
+"""MariaDB's strict path, ``SNOWFLAKE["MARIADB_KEYS"] = "trigger"``: a trigger and a function
+over sequences, and what both paths share (the names, the incarnation, the refusal).
 
 **The trigger** (``"trigger"``) and the function described below: the strict path, kept for raw
 writers that need the failover skip inside the INSERT, at the cost measured in
@@ -74,21 +58,6 @@ and drawn without a lock that anyone waits for:
 
 The install statements are idempotent, and carry the clock of earlier versions (a one-row
 MyISAM table ``base`` beside the same ``counter``) over before they drop it.
-
-**A Galera cluster** draws, on each node, sequences only that node draws, under the node's own
-slot. On the column-default path the ``DEFAULT`` and the one function choose them by
-``@@wsrep_node_name`` (:func:`galera_key_expression`), each node's sequence moved by its own
-heartbeats (:class:`KeyClock`). On the trigger path, below, each node
-(``node``) gets a clock of its own: the same function over sequences named after it (``django_snowflake_id_<node>_counter``...), under a slot of its own. Galera neither
-certifies nor serialises a sequence's draws across nodes (one sequence drawn on two nodes at
-once repeats values) and ``GET_LOCK`` is a node's own, but a sequence only one node draws is
-safe: its draws replicate as row images to the others, so a node that rejoins by a state
-transfer gets its clock back. The sequences are created cluster-wide (replicated DDL); the
-function is created on that node alone (``wsrep_on`` off for the statement), since each node's
-names its own sequences and slot. A state transfer (SST) copies the donor's whole datadir,
-its function included: a function refuses on any node but its own, and the node's incarnation
-is its name and ``wsrep_gcomm_uuid`` (new at every start), so after a crash and rejoin the
-node skips its clock past the keys it issued whose draws were not replicated, as a failover.
 """
 
 from __future__ import annotations
@@ -97,10 +66,9 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Callable
-from typing import Any
 
-from ..layout import BitLayout
-from .base import FUNCTION, comment, hold_units, lead_units, refusal
+from ...layout import BitLayout
+from ..base import FUNCTION
 
 #: The one-row table of the base in earlier versions (MyISAM), carried over and dropped.
 OLD_BASE = "django_snowflake_id_base"
@@ -128,20 +96,12 @@ HIGH_VARIABLE = "@django_snowflake_id_high"
 VERSION_VARIABLE = "@django_snowflake_id_version"
 #: The catch-up lock: a name per database (GET_LOCK names are the server's).
 LOCK_SQL = "CONCAT('django_snowflake_id:', MD5(DATABASE()))"
-#: ``SNOWFLAKE["MARIADB_KEYS"]``: the column default over one sequence, or the strict path.
-KEYS_DEFAULT = "default"
-KEYS_TRIGGER = "trigger"
-KEYS = (KEYS_DEFAULT, KEYS_TRIGGER)
+
 #: The column default's sequence: layout units, ``time << sequence_bits | sequence``.
 KEY_SEQUENCE = f"{PREFIX}key"
-#: What a column default draws while the database has no slot of its own: a sequence spent at
-#: its install, so that an INSERT leaving the key out fails with its name, which says what to do.
-NO_SLOT_SEQUENCE = f"{PREFIX}no_slot_run_migrate"
 #: The incarnation the key sequence last skipped for (one row): read by the heartbeats, never
 #: by an INSERT, so an InnoDB table costs the keys nothing.
 CLOCK_TABLE = f"{PREFIX}clock"
-#: What the function's comment says on the column-default path.
-KEYS_COMMENT = f"keys={KEYS_DEFAULT}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -603,295 +563,6 @@ END"""
     )
 
 
-def install_sql(
-    layout: BitLayout, slot: tuple[int, int] | None, *, alias: str, node: str | None = None
-) -> list[str]:
-    """The statements that create (or replace) the function; with ``node``, Galera node
-    ``node``'s own, run on it. Off Galera, on the path ``SNOWFLAKE["MARIADB_KEYS"]`` names:
-    the column default's sequence (:func:`key_sql`), or the strict function."""
-    if node is None and keys() == KEYS_DEFAULT:
-        return key_sql(
-            layout,
-            slot,
-            lead_units=lead_units(layout),
-            comment=f"{comment(layout, slot, alias)} {KEYS_COMMENT}",
-            refusal=refusal(alias),
-        )
-    return mysql_function_sql(
-        layout,
-        slot,
-        lead_units=lead_units(layout),
-        hold_units=hold_units(layout),
-        comment=comment(layout, slot, alias, node),
-        refusal=refusal(alias),
-        node=node,
-        copied=f"this is Galera node {node}'s function (a state transfer copied it): "
-        f"manage.py migrate --database={alias} through this node",
-    )
-
-
-def keys() -> str:
-    """``SNOWFLAKE["MARIADB_KEYS"]``: which path a MariaDB database takes."""
-    from ..conf import get_settings
-
-    return str(get_settings()["MARIADB_KEYS"])
-
-
-def key_expression(
-    layout: BitLayout, slot: tuple[int, int] | None, sequence: str = KEY_SEQUENCE
-) -> str:
-    """The ``DEFAULT`` of a keyed column on the column-default path: a Snowflake of ``slot``
-    from one draw of ``sequence`` (``PREVIOUS VALUE FOR`` is that draw, evaluated after it,
-    left to right). Without a slot, a draw of :data:`NO_SLOT_SEQUENCE`, which fails."""
-    if slot is None:
-        return f"NEXT VALUE FOR {NO_SLOT_SEQUENCE}"
-    unit = 1 << layout.sequence_bits
-    fixed = layout.compose(0, worker_id=slot[0], datacenter_id=slot[1])
-    return (
-        f"(NEXT VALUE FOR {sequence}) DIV {unit} * {1 << layout.time_shift} + {fixed} + "
-        f"(PREVIOUS VALUE FOR {sequence}) MOD {unit}"
-    )
-
-
-def galera_key_expression(layout: BitLayout, slots: dict[str, tuple[int, int] | None]) -> str:
-    """:func:`key_expression` on a Galera cluster: each node (``slots``: the nodes by
-    ``wsrep_node_name``) draws its own sequence under its own slot. ``CASE`` evaluates only
-    the branch it takes, so a node draws no other node's sequence; a node the expression does
-    not name (one that joined after the last ``migrate``) draws :data:`NO_SLOT_SEQUENCE`,
-    which fails, naming it."""
-    branches = " ".join(
-        f"WHEN '{name.replace(chr(39), chr(39) * 2)}' THEN "
-        f"{key_expression(layout, slot, KeyClock(name).sequence)}"
-        for name, slot in sorted(slots.items())
-    )
-    return f"CASE @@wsrep_node_name {branches} ELSE NEXT VALUE FOR {NO_SLOT_SEQUENCE} END"
-
-
-def _key_function_sql(expression: str, comment: str) -> str:
-    """``django_snowflake_id()`` on the column-default path: the columns' key ``expression``,
-    from the same sequence (a caller that draws it gets a key no INSERT gets)."""
-    return _header(comment) + f"BEGIN\n    RETURN {expression};\nEND"
-
-
-def _no_slot_sql() -> list[str]:
-    return [
-        # Spent at once: a draw fails, naming it.
-        f"CREATE SEQUENCE IF NOT EXISTS {NO_SLOT_SEQUENCE} START WITH 0 MINVALUE 0 MAXVALUE 1 "
-        "NOCACHE",
-        f"DO SETVAL({NO_SLOT_SEQUENCE}, 1)",
-    ]
-
-
-def _start_key_sql(layout: BitLayout, node: str | None, lead_units: int) -> list[str]:
-    """Raise the key sequence of the server (or of Galera node ``node``) to a lead above the
-    wall clock and above every key the trigger path's function issued there (its clock
-    ``base + counter``, kept, so that a switch back starts above this one)."""
-    clock = _Clock(layout, node)
-    unit = 1 << layout.sequence_bits
-    trigger_m = f"({clock.base.sum_sql()} + (SELECT next_not_cached_value FROM {clock.counter}))"
-    target = f"GREATEST({now_units_sql(layout)} * {unit}, {trigger_m}) + {lead_units * unit}"
-    sequence = KeyClock(node).sequence
-    return [
-        *_trigger_clock_sql(clock),
-        *KeyClock(node).create_sql(),
-        f"SET {SETVAL_VARIABLE} = {target}",
-        f"EXECUTE IMMEDIATE CONCAT('DO SETVAL({sequence}, ', {SETVAL_VARIABLE}, ')')",
-    ]
-
-
-def key_sql(
-    layout: BitLayout,
-    slot: tuple[int, int] | None,
-    *,
-    lead_units: int,
-    comment: str,
-    refusal: str,
-) -> list[str]:
-    """The statements installing the column-default path: its sequence, started a lead above
-    the wall clock and above every key the trigger path's function issued (its clock
-    ``base + counter``, kept, so that a switch back starts above this one), the incarnation it
-    runs on, and ``django_snowflake_id()`` over it (refusing without a slot).
-
-    The function is replaced right after the sequence is set: from then on the triggers that
-    remain until the tables get their default call it, so both draw the one sequence."""
-    return [
-        *_no_slot_sql(),
-        *_start_key_sql(layout, None, lead_units),
-        # The server the path is installed on is the clock's own.
-        f"INSERT IGNORE INTO {CLOCK_TABLE} (id, incarnation) VALUES (1, {MYSQL_INCARNATION_SQL})",
-        _key_function_sql(key_expression(layout, slot), comment)
-        if slot is not None
-        else refusal_sql(comment, refusal),
-    ]
-
-
-#: What the function's comment says on a Galera cluster's column-default path: each node it
-#: serves, by the key of its sequences' names, and its slot (``nodes=node1:1023/0,...``).
-NODES = re.compile(r" nodes=(\S*)")
-
-
-def galera_nodes(comment: str | None) -> dict[str, str] | None:
-    """The nodes (by :func:`node_prefix`'s key) and slots ``"W/D"`` a Galera cluster's
-    column-default function serves, from its ``comment``; ``None`` off that path."""
-    found = NODES.search(comment or "")
-    if found is None:
-        return None
-    return dict(entry.split(":", 1) for entry in found.group(1).split(",") if ":" in entry)
-
-
-def node_key(node: str) -> str:
-    """How ``node`` is named in the comment: the part of :func:`node_prefix` after ours."""
-    return node_prefix(node)[len(PREFIX) : -1]
-
-
-def galera_key_sql(
-    layout: BitLayout,
-    slots: dict[str, tuple[int, int] | None],
-    *,
-    here: str,
-    moving: set[str],
-    runs: dict[str, str],
-    lead_units: int,
-    comment: str,
-) -> list[str]:
-    """The column-default path of a Galera cluster, run through node ``here`` and replicated
-    to every node: each node's key sequence (``NOCACHE``, as Galera needs) and clock table,
-    and one ``django_snowflake_id()`` over :func:`galera_key_expression`.
-
-    A sequence is set only where no node draws it meanwhile: those of ``moving`` (``here``,
-    nodes the expression did not name before, every node when the cluster leaves the trigger
-    path, whose function draws other sequences), raised as :func:`_start_key_sql` says.
-    Another node's sequence is moved by that node's own heartbeats.
-
-    Each node of ``moving`` whose run (its ``wsrep_gcomm_uuid``, from ``runs``) is known is
-    recorded as seen: the sequence just started above all it issued, so its first heartbeat
-    has nothing to skip (a skip runs the node's keys a minute ahead of the clock)."""
-    listed = ",".join(
-        f"{node_key(name)}:{'none' if slot is None else f'{slot[0]}/{slot[1]}'}"
-        for name, slot in sorted(slots.items())
-    )
-    statements = _no_slot_sql()
-    for name in sorted(slots):
-        if name in moving:
-            statements += _start_key_sql(layout, name, lead_units)
-        else:
-            statements += KeyClock(name).create_sql()
-    for name in sorted(moving):
-        if name == here:
-            run = GALERA_INCARNATION_SQL
-        elif name in runs:
-            run = "'" + f"{name}@{runs[name]}".replace("'", "''") + "'"
-        else:
-            continue  # a node of an unknown run skips at its first heartbeat
-        statements.append(
-            f"INSERT IGNORE INTO {KeyClock(name).table} (id, incarnation) VALUES (1, {run})"
-        )
-    return [
-        *statements,
-        _key_function_sql(
-            galera_key_expression(layout, slots), f"{comment} {KEYS_COMMENT} nodes={listed}"
-        ),
-    ]
-
-
-def move_clock(
-    cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: int, node: str | None = None
-) -> str:
-    """Move the key sequence of ``cursor``'s database (of its Galera node ``node``: only the
-    node that draws a sequence may set it) forward: to the wall clock (a ``SETVAL`` that a
-    sequence already ahead ignores), or, the first time a new incarnation is seen (a failover,
-    a restore, a node's new run), past anything the old one may have issued:
-    ``max(now, replayed value) + hold + 2 * lead`` units, under a lock so that one session
-    skips while the others wait for it. Returns ``"moved"``, ``"skipped"`` or ``""`` (the
-    database is on the trigger path, no clock table, or read-only, a replica)."""
-    clock = KeyClock(node)
-    unit = 1 << layout.sequence_bits
-    now = now_units_sql(layout)
-    # A read-only server is a replica (an alias for reads): its sequence follows the
-    # primary's, and a skip there would diverge from it.
-    cursor.execute(
-        "SELECT @@read_only, EXISTS (SELECT 1 FROM information_schema.TABLES "
-        f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{clock.table}')"
-    )
-    read_only, on_default_path = cursor.fetchone()
-    if read_only or not on_default_path:
-        return ""
-    cursor.execute(
-        f"SELECT incarnation = {clock.incarnation}, {now} * {unit} - 1 "
-        f"FROM {clock.table} WHERE id = 1"
-    )
-    row = cursor.fetchone()
-    if row is not None and row[0]:
-        cursor.execute(f"DO SETVAL({clock.sequence}, %s)", [int(row[1])])
-        return "moved"
-    cursor.execute(f"DO GET_LOCK({LOCK_SQL}, 10)")
-    try:
-        cursor.execute(f"SELECT incarnation = {clock.incarnation} FROM {clock.table} WHERE id = 1")
-        row = cursor.fetchone()
-        if row is None or not row[0]:
-            cursor.execute(
-                f"SELECT (GREATEST({now}, next_not_cached_value DIV {unit}) "
-                f"+ {hold_units + 2 * lead_units}) * {unit} FROM {clock.sequence}"
-            )
-            cursor.execute(f"DO SETVAL({clock.sequence}, %s)", [int(cursor.fetchone()[0])])
-            cursor.execute(
-                f"REPLACE INTO {clock.table} (id, incarnation) VALUES (1, {clock.incarnation})"
-            )
-    finally:
-        cursor.execute(f"DO RELEASE_LOCK({LOCK_SQL})")
-    return "skipped"
-
-
-def installed_keys(comment: str | None) -> str | None:
-    """Which path the function with ``comment`` serves; ``None`` when there is none."""
-    if comment is None:
-        return None
-    return KEYS_DEFAULT if KEYS_COMMENT in comment else KEYS_TRIGGER
-
-
-#: The keyed columns of the connection's database, either path: (table, column) of a default
-#: over our sequences, (table, trigger body) of our triggers.
-KEYED_COLUMNS_SQL = (
-    "SELECT table_name, column_name, 0 FROM information_schema.columns "
-    "WHERE table_schema = DATABASE() AND (column_default LIKE %s OR column_default LIKE %s) "
-    "UNION ALL SELECT event_object_table, action_statement, 1 FROM information_schema.triggers "
-    "WHERE trigger_schema = DATABASE() AND action_statement LIKE %s"
-)
-KEYED_COLUMNS_PARAMS = [f"%{PREFIX}%key%", f"%{NO_SLOT_SEQUENCE}%", f"%{FUNCTION}()%"]
-
-
-def keyed_columns(rows: list[tuple[str, str, int]]) -> list[tuple[str, str]]:
-    """The (table, column) pairs of :data:`KEYED_COLUMNS_SQL`'s rows."""
-    found = {}
-    for table, text, is_trigger in rows:
-        column = re.search(r"NEW\.`([^`]+)`", text) if is_trigger else None
-        if is_trigger and column is None:
-            continue
-        found[table] = column.group(1) if column is not None else text
-    return sorted(found.items())
-
-
-def installed_comment_sql() -> tuple[str, list[str]]:
-    """The query of the comment of the function of the connection's database."""
-    return (
-        "SELECT routine_comment FROM information_schema.routines "
-        "WHERE routine_schema = DATABASE() AND routine_name = %s",
-        [FUNCTION],
-    )
-
-
-# Type and extra of a column (parameters: table, column).
-COLUMN_SQL = (
-    "SELECT data_type, extra FROM information_schema.columns "
-    "WHERE table_schema = DATABASE() AND table_name = %s AND column_name = %s"
-)
-
-
-def plain_bigint(row: tuple[str, ...]) -> bool:
-    """Whether the :data:`COLUMN_SQL` row is a bigint with no ``AUTO_INCREMENT`` of its own."""
-    return row[0] == "bigint" and "auto_increment" not in row[1].lower()
-
-
 def trigger_name(table: str) -> str:
     """The MariaDB trigger of ``table``: at most 64 characters, unique per table."""
     name = f"{table}_snowflake_id"
@@ -915,48 +586,3 @@ def create_trigger_sql(quote_name: Callable[[str], str], table: str, column: str
 
 def drop_trigger_sql(quote_name: Callable[[str], str], table: str) -> str:
     return f"DROP TRIGGER IF EXISTS {quote_name(trigger_name(table))}"
-
-
-def key_default_sql(
-    quote_name: Callable[[str], str], table: str, column: str, default: str = "0"
-) -> list[str]:
-    """Give an existing column its default: ``default``, the key expression of the
-    column-default path (and no trigger), or 0 and its trigger (the strict path)."""
-    sql = "0" if default == "0" else f"({default})"
-    return [
-        f"ALTER TABLE {quote_name(table)} ALTER COLUMN {quote_name(column)} SET DEFAULT {sql}",
-        drop_trigger_sql(quote_name, table),
-        *([create_trigger_sql(quote_name, table, column)] if default == "0" else []),
-    ]
-
-
-def key_changed_sql(
-    quote_name: Callable[[str], str],
-    table: str,
-    old: str | None,
-    new: str | None,
-    default: str = "0",
-) -> list[str]:
-    """The trigger's statements when a table's database-keyed column changes from ``old`` to
-    ``new`` (``None``: none); on the column-default path (``default`` not 0), none but the
-    removal of an earlier trigger."""
-    if old == new:
-        return []
-    statements = [] if old is None else [drop_trigger_sql(quote_name, table)]
-    if new is not None and default == "0":
-        statements.append(create_trigger_sql(quote_name, table, new))
-    return statements
-
-
-def clock_sql(layout: BitLayout, node: str | None = None) -> str:
-    """The query of how far (ms) the key sequence (of Galera node ``node``), the time of the
-    next key a column default gives, is behind the server's now (negative: ahead); no row off
-    the default path."""
-    clock = KeyClock(node)
-    unit = 1 << layout.sequence_bits
-    return (
-        f"SELECT ({now_units_sql(layout)} - next_not_cached_value DIV {unit}) * "
-        f"{layout.time_unit_ms} FROM {clock.sequence} WHERE EXISTS (SELECT 1 FROM "
-        "information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() "
-        f"AND TABLE_NAME = '{clock.table}')"
-    )

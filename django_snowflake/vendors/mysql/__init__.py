@@ -1,0 +1,206 @@
+"""MariaDB and MySQL: keys from a column default over one sequence (:mod:`.keys`, the default)
+or from the strict trigger and function (:mod:`.trigger`, ``SNOWFLAKE["MARIADB_KEYS"] =
+"trigger"``); a Galera node is :class:`~django_snowflake.vendors.galera.Galera`, a subclass."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.db import DatabaseError
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+
+from ...layout import BitLayout
+from ..base import Database, ServerDatabase, comment, hold_units, lead_units, refusal
+from . import keys
+from .keys import KEYS_COMMENT, KEYS_DEFAULT, KEYS_TRIGGER
+from .trigger import mysql_function_sql
+
+#: MySQL's and MariaDB's error for a deadlock, and for a Galera certification conflict.
+DEADLOCK = 1213
+
+
+def keys_setting() -> str:
+    """``SNOWFLAKE["MARIADB_KEYS"]``: which path a MariaDB database takes."""
+    from ...conf import get_settings
+
+    return str(get_settings()["MARIADB_KEYS"])
+
+
+class MariaDB(ServerDatabase):
+    """MariaDB (and MySQL, :class:`MySQL`): the key path ``SNOWFLAKE["MARIADB_KEYS"]`` names,
+    whose clock the processes' heartbeats move; ``LOAD DATA LOCAL INFILE`` loads in bulk."""
+
+    supported = True
+
+    display_name = "MariaDB"
+    moves_clock = True
+    bulk_loader_class = "django_snowflake.bulk.mysql.MySQLLoader"
+    # MariaDB refuses savepoints in a transaction that has touched a non-transactional table,
+    # which a trigger reading one counts as.
+    bulk_savepoints_optional = True
+    comment_sql = (
+        "SELECT routine_comment FROM information_schema.routines "
+        "WHERE routine_schema = DATABASE() AND routine_name = %s"
+    )
+    # Type and extra of a column.
+    column_sql = (
+        "SELECT data_type, extra FROM information_schema.columns "
+        "WHERE table_schema = DATABASE() AND table_name = %s AND column_name = %s"
+    )
+
+    @classmethod
+    def for_connection(cls, connection: BaseDatabaseWrapper) -> Database:
+        return cls(connection) if connection.display_name == "MariaDB" else MySQL(connection)
+
+    def install_sql(
+        self, layout: BitLayout, slot: tuple[int, int] | None, node: str | None = None
+    ) -> list[str]:
+        """Off Galera, on the path ``SNOWFLAKE["MARIADB_KEYS"]`` names: the column default's
+        sequence (:func:`.keys.key_sql`), or the strict function; with ``node``, Galera node
+        ``node``'s own strict function, run on it."""
+        alias = self.alias
+        if node is None and keys_setting() == KEYS_DEFAULT:
+            return keys.key_sql(
+                layout,
+                slot,
+                lead_units=lead_units(layout),
+                comment=f"{comment(layout, slot, alias)} {KEYS_COMMENT}",
+                refusal=refusal(alias),
+            )
+        return mysql_function_sql(
+            layout,
+            slot,
+            lead_units=lead_units(layout),
+            hold_units=hold_units(layout),
+            comment=comment(layout, slot, alias, node),
+            refusal=refusal(alias),
+            node=node,
+            copied=f"this is Galera node {node}'s function (a state transfer copied it): "
+            f"manage.py migrate --database={alias} through this node",
+        )
+
+    def is_plain_bigint(self, row: tuple[str, ...]) -> bool:
+        return row[0] == "bigint" and "auto_increment" not in row[1].lower()
+
+    def key_default(self) -> str | None:
+        """The key expression under the database's slot, or 0 (the trigger path, whose trigger
+        replaces it as a NULL key: without a DEFAULT, an INSERT ... SELECT that leaves the key
+        out fails before the trigger runs)."""
+        from ...conf import get_layout
+        from ...database_slots import lease_database_slot
+
+        if keys_setting() == KEYS_TRIGGER:
+            return "0"
+        layout = get_layout()
+        return keys.key_expression(layout, lease_database_slot(self.alias, layout))
+
+    def column_default_sql(self, key_default: Callable[[], str | None] | None = None) -> str:
+        # MariaDB refuses a stored function as a DEFAULT: the expression the editor writing
+        # the column chose (key_default()), 0 outside one.
+        return (key_default() if key_default is not None else None) or "0"
+
+    def key_default_sql(
+        self, quote_name: Callable[[str], str], table: str, column: str, default: str | None
+    ) -> list[str]:
+        return keys.key_default_sql(quote_name, table, column, default or "0")
+
+    def key_changed_sql(
+        self,
+        quote_name: Callable[[str], str],
+        table: str,
+        old: str | None,
+        new: str | None,
+        default: str | None,
+    ) -> list[str]:
+        return keys.key_changed_sql(quote_name, table, old, new, default or "0")
+
+    def switch_keys(self, editor: BaseDatabaseSchemaEditor, default: str | None = None) -> None:
+        """Found through the catalog (columns defaulting to our sequences, tables with our
+        trigger), so that it serves ``post_migrate`` too, when the setting changed. The order
+        keeps one sequence issuing at a time: towards the column default, the function first
+        (the triggers that remain until their table is done call it, and it draws the key
+        sequence); towards the trigger, the tables first (their triggers call the function,
+        still over the key sequence), then the function, started above that sequence."""
+        default = default or self.key_default() or "0"
+        with self.connection.cursor() as cursor:
+            cursor.execute(keys.KEYED_COLUMNS_SQL, keys.KEYED_COLUMNS_PARAMS)
+            columns = keys.keyed_columns(cursor.fetchall())
+
+        def tables() -> None:
+            for table, column in columns:
+                for statement in keys.key_default_sql(editor.quote_name, table, column, default):
+                    editor.execute(statement, params=None)
+
+        if default == "0":
+            tables()
+            self.install(editor)
+        else:
+            self.install(editor)
+            tables()
+
+    def keys_paths(self) -> tuple[str | None, str] | None:
+        return keys.installed_keys(self.installed_comment()), keys_setting()
+
+    def move_clock(self, layout: BitLayout) -> str:
+        with self.connection.cursor() as cursor:
+            return keys.move_clock(
+                cursor,
+                layout,
+                lead_units=lead_units(layout),
+                hold_units=hold_units(layout),
+                node=self.node_name(),
+            )
+
+    def clock_sql(self, layout: BitLayout) -> str | None:
+        return keys.clock_sql(layout, self.node_name())
+
+    def now_sql(self) -> str:
+        return "SELECT UNIX_TIMESTAMP(NOW(6))"
+
+    def epoch_sql(self, expression: str) -> str:
+        return f"UNIX_TIMESTAMP({expression})"
+
+    def incarnation(self) -> tuple[str, bool]:
+        """The server ID, host name and port; never a standby if it never replicated."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT @@server_id, @@hostname, @@port, @@gtid_slave_pos")
+            server_id, host, port, replicated = cursor.fetchone()
+        return f"{server_id}@{host}:{port}", not replicated
+
+    #: How the server lists its replicas.
+    replicas_sql = "SHOW SLAVE HOSTS"
+
+    def asynchronous_standbys(self) -> int | None:
+        try:
+            with self.connection.cursor() as cursor:
+                cursor.execute(self.replicas_sql)
+                replicas = len(cursor.fetchall())
+                cursor.execute("SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%'")
+                semi_sync = any(
+                    name in ("rpl_semi_sync_master_enabled", "rpl_semi_sync_source_enabled")
+                    and value == "ON"
+                    for name, value in cursor.fetchall()
+                )
+        except DatabaseError:
+            return None
+        return 0 if semi_sync else replicas
+
+    def is_conflict(self, error: DatabaseError) -> bool:
+        return error.args[:1] == (DEADLOCK,)
+
+
+class MySQL(MariaDB):
+    """MySQL: MariaDB's keys, but its own incarnation (``server_uuid``) and replica list."""
+
+    display_name = "MySQL"
+    replicas_sql = "SHOW REPLICAS"
+
+    def incarnation(self) -> tuple[str, bool]:
+        """The server ID and ``server_uuid``; never a standby if it holds no transaction of
+        another server."""
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT @@server_id, @@server_uuid, @@gtid_executed")
+            server_id, server_uuid, executed = cursor.fetchone()
+        sources = {part.split(":")[0].strip() for part in executed.split(",") if part}
+        return f"{server_id}/{server_uuid}", sources <= {server_uuid}
