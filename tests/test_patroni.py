@@ -125,10 +125,10 @@ class Newcomer:
     first: float
     seen: float
     first_lead_ms: float
+    wait_s: float = 0.0
 
-    @property
-    def wait_s(self) -> float:
-        return (self.first - self.claimed) / 1000
+    def __post_init__(self) -> None:
+        self.wait_s = round((self.first - self.claimed) / 1000, 3)
 
 
 @dataclass
@@ -388,7 +388,7 @@ def trial(
     for scenario in done.scenarios.values():
         newcomers = ", ".join(
             f"{one.setting} first ID {one.wait_s:.2f} s after its claim "
-            f"(lead {one.first_lead_ms / 1000:.2f} s)"
+            f"(its key {one.first_lead_ms:+.0f} ms off the clock)"
             for one in scenario.newcomers.values()
         )
         report(pytestconfig, f"{done.topology} {scenario.name}: pause {scenario.pause_s} s, "
