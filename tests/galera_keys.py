@@ -18,22 +18,14 @@ import pytest
 
 from harness import galera
 
+from .components import component_marks
 from .ha_servers import ROOT
 
 DATABASE = "galera"
 #: What this machine lacks to run a cluster (the tests skip, but in CI, where they fail).
 MISSING = galera.missing()
 #: The marks of the Galera test modules (``pytestmark``).
-MARKS = [
-    pytest.mark.galera,
-    pytest.mark.skipif(
-        os.environ.get("SNOWFLAKE_TEST_DB", "sqlite") != "mariadb",
-        reason="the Galera tests run under SNOWFLAKE_TEST_DB=mariadb",
-    ),
-    pytest.mark.skipif(
-        bool(MISSING) and not os.environ.get("CI"), reason=f"no Galera here: {MISSING} missing"
-    ),
-]
+MARKS = component_marks(pytest.mark.galera, "mariadb", "Galera", MISSING)
 #: The configuration of the pytest run, whose terminal the measurements go to.
 REPORTER: list[pytest.Config] = []
 
