@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import DataError, IntegrityError, connection, models, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, models, transaction
 from django.test import override_settings
 from django.test.utils import isolate_apps
 from django.utils import timezone
@@ -23,9 +23,11 @@ from django_snowflake import generate
 from django_snowflake.bulk import BulkLoadError, bulk_load
 from django_snowflake.bulk import plan as bulk_plan
 from django_snowflake.bulk import postgresql as bulk_postgresql
+from django_snowflake.bulk.load import loader_class
 from django_snowflake.bulk.mysql import MySQLLoader
 from django_snowflake.bulk.plan import Plan
 from django_snowflake.bulk.postgresql import PostgreSQLLoader
+from django_snowflake.bulk.sqlite import SQLiteLoader
 from django_snowflake.models import SnowflakeModel
 from tests.example import manage
 from tests.testapp.models import (
@@ -319,6 +321,29 @@ def test_missing_foreign_key_names_the_row(transactional_db: None, path: str) ->
     with pytest.raises(IntegrityError, match=f"pk {orders[0].pk}"):
         bulk_load(Order, orders)
     assert not Order.objects.exists()
+
+
+@pytest.mark.parametrize("optional", [True, False])
+def test_a_refused_savepoint(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch, optional: bool
+) -> None:
+    # MariaDB refuses savepoints once a transaction has touched a non-transactional table:
+    # its loader goes on without them; on the others a refusal fails the load.
+    assert MySQLLoader.savepoints_optional
+    assert not (PostgreSQLLoader.savepoints_optional or SQLiteLoader.savepoints_optional)
+    monkeypatch.setattr(loader_class(connection), "savepoints_optional", optional)
+
+    def refuse() -> str:
+        raise DatabaseError("savepoint refused")
+
+    monkeypatch.setattr(connection, "savepoint", refuse)
+    objs = [Customer(name=f"c{n}") for n in range(3)]
+    if optional:
+        assert bulk_load(Customer, objs) == 3
+        return
+    with pytest.raises(DatabaseError, match="savepoint refused"):
+        bulk_load(Customer, objs)
+    assert not Customer.objects.exists()
 
 
 # Refusals, before anything is written.
