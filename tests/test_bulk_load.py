@@ -12,15 +12,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import DataError, IntegrityError, connection, models, transaction
+from django.db import DatabaseError, DataError, IntegrityError, connection, models, transaction
 from django.test import override_settings
 from django.test.utils import isolate_apps
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from django_snowflake import bulk, generate
+from django_snowflake import generate
 from django_snowflake.bulk import BulkLoadError, bulk_load
+from django_snowflake.bulk import plan as bulk_plan
+from django_snowflake.bulk import postgresql as bulk_postgresql
+from django_snowflake.bulk.load import loader_class
+from django_snowflake.bulk.mysql import MySQLLoader
+from django_snowflake.bulk.plan import Plan
+from django_snowflake.bulk.postgresql import PostgreSQLLoader
+from django_snowflake.bulk.sqlite import SQLiteLoader
 from django_snowflake.models import SnowflakeModel
 from tests.example import manage
 from tests.testapp.models import (
@@ -49,13 +56,14 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     """Select a loader path; MariaDB's LOAD DATA needs a connection opened with local_infile."""
     name: str = request.param
     if name == "text":
-        monkeypatch.setattr(bulk._PostgreSQLLoader, "_binary_types", lambda self: None)
+        monkeypatch.setattr(PostgreSQLLoader, "_binary_types", lambda self: None)
     if name == "binary_rows":  # psycopg's write_row(), where its row formatter is not found
-        monkeypatch.setattr(bulk, "_format_row_binary", None)
+        monkeypatch.setattr(bulk_postgresql, "_format_row_binary", None)
     if name.startswith("binary"):
         # The twins' custom field gives str for its varchar column, as binary COPY needs;
         # without this, its table would take text COPY (test_custom_field_takes_text_copy).
-        monkeypatch.setattr(bulk, "_converts_as_django", lambda field: True)
+        monkeypatch.setattr(bulk_postgresql, "converts_as_django", lambda field: True)
+        monkeypatch.setattr(bulk_plan, "converts_as_django", lambda field: True)
     if name == "load_data":
         options = connection.settings_dict.setdefault("OPTIONS", {})
         options["local_infile"] = 1
@@ -68,7 +76,7 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 
 def uses_binary_copy(model: type[models.Model]) -> bool:
-    return bulk._PostgreSQLLoader(bulk._Plan(model, connection)).types is not None
+    return PostgreSQLLoader(Plan(model, connection)).types is not None
 
 
 @pytest.mark.skipif(not POSTGRESQL, reason="PostgreSQL's COPY")
@@ -78,7 +86,7 @@ def test_custom_field_takes_text_copy(db: None) -> None:
 
 
 def uses_load_data() -> bool:
-    loader = bulk._MySQLLoader(bulk._Plan(Customer, connection))
+    loader = MySQLLoader(Plan(Customer, connection))
     return loader.local_infile
 
 
@@ -313,6 +321,29 @@ def test_missing_foreign_key_names_the_row(transactional_db: None, path: str) ->
     with pytest.raises(IntegrityError, match=f"pk {orders[0].pk}"):
         bulk_load(Order, orders)
     assert not Order.objects.exists()
+
+
+@pytest.mark.parametrize("optional", [True, False])
+def test_a_refused_savepoint(
+    transactional_db: None, monkeypatch: pytest.MonkeyPatch, optional: bool
+) -> None:
+    # MariaDB refuses savepoints once a transaction has touched a non-transactional table:
+    # its loader goes on without them; on the others a refusal fails the load.
+    assert MySQLLoader.savepoints_optional
+    assert not (PostgreSQLLoader.savepoints_optional or SQLiteLoader.savepoints_optional)
+    monkeypatch.setattr(loader_class(connection), "savepoints_optional", optional)
+
+    def refuse() -> str:
+        raise DatabaseError("savepoint refused")
+
+    monkeypatch.setattr(connection, "savepoint", refuse)
+    objs = [Customer(name=f"c{n}") for n in range(3)]
+    if optional:
+        assert bulk_load(Customer, objs) == 3
+        return
+    with pytest.raises(DatabaseError, match="savepoint refused"):
+        bulk_load(Customer, objs)
+    assert not Customer.objects.exists()
 
 
 # Refusals, before anything is written.

@@ -24,8 +24,11 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from django_snowflake import bulk, generate
+from django_snowflake import generate
 from django_snowflake.bulk import bulk_load
+from django_snowflake.bulk import postgresql as bulk_postgresql
+from django_snowflake.bulk.plan import Plan
+from django_snowflake.bulk.postgresql import PostgreSQLLoader
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="django.contrib.postgres fields"
@@ -54,14 +57,14 @@ def pg_app(transactional_db: None) -> Iterator[tuple[type[models.Model], type[mo
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     name: str = request.param
     if name == "text":
-        monkeypatch.setattr(bulk._PostgreSQLLoader, "_binary_types", lambda self: None)
+        monkeypatch.setattr(PostgreSQLLoader, "_binary_types", lambda self: None)
     if name == "binary_rows":  # psycopg's write_row(), where its row formatter is not found
-        monkeypatch.setattr(bulk, "_format_row_binary", None)
+        monkeypatch.setattr(bulk_postgresql, "_format_row_binary", None)
     return name
 
 
 def uses_binary_copy(model: type[models.Model]) -> bool:
-    return bulk._PostgreSQLLoader(bulk._Plan(model, connection)).types is not None
+    return PostgreSQLLoader(Plan(model, connection)).types is not None
 
 
 def read(model: type[models.Model]) -> list[dict[str, Any]]:
@@ -176,7 +179,7 @@ def test_without_time_zone_support(pg_app: Any, path: str) -> None:
                 {"required_span": NumericRange(0, 1), "moments": [naive, None]},
             ],
         )
-        loader = bulk._PostgreSQLLoader(bulk._Plan(pg_app[0], connection))
+        loader = PostgreSQLLoader(Plan(pg_app[0], connection))
         assert loader._binary_type(pg_app[0]._meta.get_field("moments")) is None
         assert loader._binary_type(pg_app[0]._meta.get_field("days")) == "date[]"
 

@@ -13,8 +13,8 @@ import pytest
 from django.db import IntegrityError, connection, models
 from django.test.utils import isolate_apps
 
-from django_snowflake import bulk
 from django_snowflake.bulk import BulkLoadError, bulk_load
+from django_snowflake.bulk.plan import Plan
 from django_snowflake.models import SnowflakeModel
 from tests.conftest import model_table
 from tests.testapp.models import Customer, Order
@@ -85,9 +85,9 @@ def test_a_field_that_queries_while_preparing_is_loaded_batch_by_batch() -> None
                 return str(self.at)
 
         with model_table(Note):
-            assert bulk._Plan(Customer, connection).prepares_offline
-            assert not bulk._Plan(Note, connection).prepares_offline
-            assert not bulk._Plan(Stamped, connection).prepares_offline
+            assert Plan(Customer, connection).prepares_offline
+            assert not Plan(Note, connection).prepares_offline
+            assert not Plan(Stamped, connection).prepares_offline
             notes = [Note(text=str(n)) for n in range(5)]
             assert bulk_load(Note, notes, batch_size=2) == 5
 
