@@ -19,22 +19,9 @@ PAGE = ROOT / "docs" / "architecture.rst"
 # Names the package's __init__ defines: ``from . import generate`` imports __init__.
 PUBLIC = {"decode", "generate", "generate_many", "get_generator", "max_id_for", "min_id_for"}
 WITHOUT_DJANGO = 3
-# Imports that point up, each with its reason. An entry fails the test once its import is
+# Imports that point up, each with its reason; none today. An entry fails the test once its import is
 # gone, so that it goes with it.
-KNOWN_UPWARD: set[tuple[str, str]] = {
-    # The modules of the bulk package share the row of ``bulk`` until the page gives them
-    # rows of their own, top first: bulk (bulk_load, in bulk.load); bulk.postgresql,
-    # bulk.mysql, bulk.sqlite; bulk.base; bulk.plan. These entries go then.
-    ("bulk.load", "bulk.base"),
-    ("bulk.load", "bulk.plan"),
-    ("bulk.postgresql", "bulk.base"),
-    ("bulk.postgresql", "bulk.plan"),
-    ("bulk.mysql", "bulk.base"),
-    ("bulk.mysql", "bulk.plan"),
-    ("bulk.sqlite", "bulk.base"),
-    ("bulk.sqlite", "bulk.plan"),
-    ("bulk.base", "bulk.plan"),
-}
+KNOWN_UPWARD: set[tuple[str, str]] = set()
 
 
 def rows() -> list[list[str]]:

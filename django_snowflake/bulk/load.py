@@ -16,9 +16,10 @@ from typing import Any
 
 from django.db import DatabaseError, connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.utils.module_loading import import_string
 
 from ..exceptions import BulkLoadError
+from ..vendors import database
+from ..vendors.base import NotSupported
 from .base import Loader, loaded
 from .plan import Plan, Row, check_model, groups, prepare
 
@@ -114,25 +115,18 @@ def _batches(objs: Iterable[models.Model], size: int) -> Iterator[list[models.Mo
 
 
 def loader_class(connection: BaseDatabaseWrapper) -> type[Loader]:
-    """The loader class for ``connection``'s database.
-
-    The lookup the per-database interface (``django_snowflake.vendors``) will take over, as
-    Django's ``DatabaseOperations.compiler_module`` names a backend's compilers: the only
-    place in this package that asks which database a connection is.
+    """The loader class of ``connection``'s database, as its per-database interface names it
+    (:meth:`django_snowflake.vendors.base.Database.bulk_loader`).
 
     Raises :class:`~django_snowflake.exceptions.BulkLoadError` for a database without one.
     """
-    path = {
-        "sqlite": "django_snowflake.bulk.sqlite.SQLiteLoader",
-        "postgresql": "django_snowflake.bulk.postgresql.PostgreSQLLoader",
-        "mysql": "django_snowflake.bulk.mysql.MySQLLoader",
-    }.get(connection.vendor)
-    if path is None:
+    try:
+        loader: type[Loader] = database(connection).bulk_loader()
+    except NotSupported:
         raise BulkLoadError(
-            f"bulk_load has no loader for the {connection.vendor} backend of database "
+            f"bulk_load has no loader for the {connection.display_name} backend of database "
             f"{connection.alias!r}; use bulk_create()."
-        )
-    loader: type[Loader] = import_string(path)
+        ) from None
     return loader
 
 

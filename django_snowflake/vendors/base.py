@@ -91,8 +91,6 @@ class Database:
     #: The dotted path of the :mod:`django_snowflake.bulk` loader class, as Django's
     #: ``DatabaseOperations.compiler_module`` names its compiler; ``None``: no loader.
     bulk_loader_class: str | None = None
-    #: Whether a bulk load goes on without a savepoint where the transaction refuses one.
-    bulk_savepoints_optional = False
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
@@ -303,12 +301,14 @@ class Database:
 
     # Bulk loading.
 
-    def bulk_loader(self, plan: Any) -> Any:
-        """The loader of ``plan`` (:mod:`django_snowflake.bulk`). Raises :class:`NotSupported`
-        where the database has none (``bulk_create()`` still works)."""
+    def bulk_loader(self) -> Any:
+        """The class of :mod:`django_snowflake.bulk`'s loader for this database
+        (:attr:`bulk_loader_class`): its writes store the rows ``bulk_create`` would, all or
+        nothing. Raises :class:`NotSupported` where the database has none (``bulk_create()``
+        still works)."""
         if self.bulk_loader_class is None:
             raise NotSupported(self, "bulk_load")
-        return import_string(self.bulk_loader_class)(plan)
+        return import_string(self.bulk_loader_class)
 
 
 class ServerDatabase(Database):

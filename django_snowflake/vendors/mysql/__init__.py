@@ -36,9 +36,6 @@ class MariaDB(ServerDatabase):
     display_name = "MariaDB"
     moves_clock = True
     bulk_loader_class = "django_snowflake.bulk.mysql.MySQLLoader"
-    # MariaDB refuses savepoints in a transaction that has touched a non-transactional table,
-    # which a trigger reading one counts as.
-    bulk_savepoints_optional = True
     comment_sql = (
         "SELECT routine_comment FROM information_schema.routines "
         "WHERE routine_schema = DATABASE() AND routine_name = %s"
