@@ -19,6 +19,9 @@ from ..exceptions import SnowflakeError
 from ..layout import BitLayout
 
 FUNCTION = "django_snowflake_id"
+#: A schema editor's ``quote_name``, and a column name or a key default that may be absent.
+Quote = Callable[[str], str]
+Key = str | None
 # What the function's comment says, read back by the checks: "slot=W/D" or "slot=none"; a
 # Galera node's function says "node=<wsrep_node_name>" too.
 COMMENT = re.compile(r"slot=(?:(\d+)/(\d+)|none)")
@@ -88,6 +91,10 @@ class Database:
     has_server_function = False
     #: Whether the processes' heartbeats move the database's key clock (:meth:`move_clock`).
     moves_clock = False
+    #: The query of the server's clock in seconds since 1970 (:meth:`now`).
+    now_sql: str | None = None
+    #: A datetime ``{}`` as seconds since 1970 (:meth:`epoch_sql`).
+    epoch_template: str | None = None
     #: The dotted path of the :mod:`django_snowflake.bulk` loader class, as Django's
     #: ``DatabaseOperations.compiler_module`` names its compiler; ``None``: no loader.
     bulk_loader_class: str | None = None
@@ -163,20 +170,13 @@ class Database:
         tables get no default (SQLite)."""
         return False
 
-    def key_default_sql(
-        self, quote_name: Callable[[str], str], table: str, column: str, default: str | None
-    ) -> list[str]:
+    def key_default_sql(self, quote: Quote, table: str, column: str, default: Key) -> list[str]:
         """Give the existing ``table.column`` its key default (``default``:
         :meth:`key_default`)."""
         return []
 
     def key_changed_sql(
-        self,
-        quote_name: Callable[[str], str],
-        table: str,
-        old: str | None,
-        new: str | None,
-        default: str | None,
+        self, quote: Quote, table: str, old: Key, new: Key, default: Key
     ) -> list[str]:
         """What a table needs besides the column when its keyed column changes from ``old``
         to ``new`` (``None``: none), MariaDB's trigger; ``[]`` elsewhere."""
@@ -256,24 +256,25 @@ class Database:
     # The lease's SQL (allocators/database.py).
 
     def now(self) -> datetime:
-        """The server's clock, an aware datetime in UTC, read as seconds since 1970 (a
-        datetime may be read in another zone). Raises ``ImproperlyConfigured`` where the
-        database allocator cannot run."""
+        """The server's clock (:attr:`now_sql`), an aware datetime in UTC, read as seconds
+        since 1970 (a datetime may be read in another zone). Raises ``ImproperlyConfigured``
+        where the database allocator cannot run."""
+        if self.now_sql is None:
+            raise ImproperlyConfigured(
+                f"The database allocator supports PostgreSQL, MySQL, MariaDB and SQLite, not "
+                f"{self.connection.display_name}."
+            )
         with self.connection.cursor() as cursor:
-            cursor.execute(self.now_sql())
+            cursor.execute(self.now_sql)
             (seconds,) = cursor.fetchone()
         return datetime.fromtimestamp(float(seconds), tz=UTC)
 
-    def now_sql(self) -> str:
-        """The query of the server's clock in seconds since 1970."""
-        raise ImproperlyConfigured(
-            f"The database allocator supports PostgreSQL, MySQL, MariaDB and SQLite, not "
-            f"{self.connection.display_name}."
-        )
-
     def epoch_sql(self, expression: str) -> str:
-        """``expression`` (a datetime column) as seconds since 1970, measured by the server."""
-        raise NotSupported(self, "Reading a time as seconds")
+        """``expression`` (a datetime column) as seconds since 1970, measured by the server
+        (:attr:`epoch_template`)."""
+        if self.epoch_template is None:
+            raise NotSupported(self, "Reading a time as seconds")
+        return self.epoch_template.format(expression)
 
     def incarnation(self) -> tuple[str, bool]:
         """Which server and which history of its data (a failover or a restore changes it),
@@ -283,7 +284,15 @@ class Database:
 
     def asynchronous_standbys(self) -> int | None:
         """How many standbys replicate the database asynchronously; ``None`` when it cannot
-        tell."""
+        tell (no privilege to see them)."""
+        try:
+            with self.connection.cursor() as cursor:
+                return self.count_standbys(cursor)
+        except DatabaseError:
+            return None
+
+    def count_standbys(self, cursor: Any) -> int | None:
+        """:meth:`asynchronous_standbys` through ``cursor``; ``None`` where it cannot tell."""
         return None
 
     def is_conflict(self, error: DatabaseError) -> bool:

@@ -25,13 +25,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from textwrap import indent
+from typing import Any
 
-from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 from ..layout import BitLayout
-from .base import FUNCTION, ServerDatabase, comment, hold_units, lead_units, refusal
+from .base import FUNCTION, Key, Quote, ServerDatabase, comment, hold_units, lead_units, refusal
 
 COUNTER = "django_snowflake_id_counter"
 BASE = "django_snowflake_id_base"
@@ -445,6 +445,8 @@ class PostgreSQL(ServerDatabase):
 
     display_name = "PostgreSQL"
     bulk_loader_class = "django_snowflake.bulk.postgresql.PostgreSQLLoader"
+    now_sql = "SELECT EXTRACT(EPOCH FROM STATEMENT_TIMESTAMP())"
+    epoch_template = "EXTRACT(EPOCH FROM {})"
     column_sql = COLUMN_SQL
 
     def install_sql(
@@ -467,10 +469,8 @@ class PostgreSQL(ServerDatabase):
         # The database's one function, whatever schema the table is made in (a tenant's).
         return f"{qualified(FUNCTION)}()"
 
-    def key_default_sql(
-        self, quote_name: Callable[[str], str], table: str, column: str, default: str | None
-    ) -> list[str]:
-        return key_default_sql(quote_name, table, column)
+    def key_default_sql(self, quote: Quote, table: str, column: str, default: Key) -> list[str]:
+        return key_default_sql(quote, table, column)
 
     def needs_repair(self) -> bool:
         return any(name != schema() or not pinned for name, pinned in self.function_copies())
@@ -497,12 +497,6 @@ class PostgreSQL(ServerDatabase):
     def clock_sql(self, layout: BitLayout) -> str | None:
         return clock_sql(layout)
 
-    def now_sql(self) -> str:
-        return "SELECT EXTRACT(EPOCH FROM STATEMENT_TIMESTAMP())"
-
-    def epoch_sql(self, expression: str) -> str:
-        return f"EXTRACT(EPOCH FROM {expression})"
-
     def incarnation(self) -> tuple[str, bool]:
         # The timeline of pg_control_checkpoint() lags a promotion until the next checkpoint;
         # the name of the WAL file being written starts with the current one. A promotion or a
@@ -516,14 +510,10 @@ class PostgreSQL(ServerDatabase):
         timeline = int(walfile[:8], 16)
         return f"{system}/{timeline}", timeline == 1
 
-    def asynchronous_standbys(self) -> int | None:
-        try:
-            with self.connection.cursor() as cursor:
-                # Without pg_read_all_stats the columns other than the pid read NULL.
-                cursor.execute("SELECT sync_state FROM pg_stat_replication")
-                states = [state for (state,) in cursor.fetchall()]
-        except DatabaseError:
-            return None
+    def count_standbys(self, cursor: Any) -> int | None:
+        # Without pg_read_all_stats the columns other than the pid read NULL.
+        cursor.execute("SELECT sync_state FROM pg_stat_replication")
+        states = [state for (state,) in cursor.fetchall()]
         if None in states:
             return None
         return sum(state in ("async", "potential") for state in states)

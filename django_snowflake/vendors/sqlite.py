@@ -149,16 +149,12 @@ class SQLite(Database):
 
     display_name = "SQLite"
     bulk_loader_class = "django_snowflake.bulk.sqlite.SQLiteLoader"
+    now_sql = "SELECT (julianday('now') - 2440587.5) * 86400.0"
+    epoch_template = "(julianday({}) - 2440587.5) * 86400.0"
 
     @classmethod
     def prepare_connection(cls, connection: BaseDatabaseWrapper) -> None:
         prepare(connection)
-
-    def now_sql(self) -> str:
-        return "SELECT (julianday('now') - 2440587.5) * 86400.0"
-
-    def epoch_sql(self, expression: str) -> str:
-        return f"(julianday({expression}) - 2440587.5) * 86400.0"
 
     def lock_hint(self, error: DatabaseError) -> str:
         if "locked" not in str(error):

@@ -5,13 +5,14 @@ or from the strict trigger and function (:mod:`.trigger`, ``SNOWFLAKE["MARIADB_K
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from django.db import DatabaseError
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 from ...layout import BitLayout
-from ..base import Database, ServerDatabase, comment, hold_units, lead_units, refusal
+from ..base import Database, Key, Quote, ServerDatabase, comment, hold_units, lead_units, refusal
 from . import keys
 from .keys import KEYS_COMMENT, KEYS_DEFAULT, KEYS_TRIGGER
 from .trigger import mysql_function_sql
@@ -36,6 +37,8 @@ class MariaDB(ServerDatabase):
     display_name = "MariaDB"
     moves_clock = True
     bulk_loader_class = "django_snowflake.bulk.mysql.MySQLLoader"
+    now_sql = "SELECT UNIX_TIMESTAMP(NOW(6))"
+    epoch_template = "UNIX_TIMESTAMP({})"
     comment_sql = (
         "SELECT routine_comment FROM information_schema.routines "
         "WHERE routine_schema = DATABASE() AND routine_name = %s"
@@ -97,20 +100,13 @@ class MariaDB(ServerDatabase):
         # the column chose (key_default()), 0 outside one.
         return (key_default() if key_default is not None else None) or "0"
 
-    def key_default_sql(
-        self, quote_name: Callable[[str], str], table: str, column: str, default: str | None
-    ) -> list[str]:
-        return keys.key_default_sql(quote_name, table, column, default or "0")
+    def key_default_sql(self, quote: Quote, table: str, column: str, default: Key) -> list[str]:
+        return keys.key_default_sql(quote, table, column, default or "0")
 
     def key_changed_sql(
-        self,
-        quote_name: Callable[[str], str],
-        table: str,
-        old: str | None,
-        new: str | None,
-        default: str | None,
+        self, quote: Quote, table: str, old: Key, new: Key, default: Key
     ) -> list[str]:
-        return keys.key_changed_sql(quote_name, table, old, new, default or "0")
+        return keys.key_changed_sql(quote, table, old, new, default or "0")
 
     def switch_keys(self, editor: BaseDatabaseSchemaEditor, default: str | None = None) -> None:
         """Found through the catalog (columns defaulting to our sequences, tables with our
@@ -152,12 +148,6 @@ class MariaDB(ServerDatabase):
     def clock_sql(self, layout: BitLayout) -> str | None:
         return keys.clock_sql(layout, self.node_name())
 
-    def now_sql(self) -> str:
-        return "SELECT UNIX_TIMESTAMP(NOW(6))"
-
-    def epoch_sql(self, expression: str) -> str:
-        return f"UNIX_TIMESTAMP({expression})"
-
     def incarnation(self) -> tuple[str, bool]:
         """The server ID, host name and port; never a standby if it never replicated."""
         with self.connection.cursor() as cursor:
@@ -168,19 +158,15 @@ class MariaDB(ServerDatabase):
     #: How the server lists its replicas.
     replicas_sql = "SHOW SLAVE HOSTS"
 
-    def asynchronous_standbys(self) -> int | None:
-        try:
-            with self.connection.cursor() as cursor:
-                cursor.execute(self.replicas_sql)
-                replicas = len(cursor.fetchall())
-                cursor.execute("SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%'")
-                semi_sync = any(
-                    name in ("rpl_semi_sync_master_enabled", "rpl_semi_sync_source_enabled")
-                    and value == "ON"
-                    for name, value in cursor.fetchall()
-                )
-        except DatabaseError:
-            return None
+    def count_standbys(self, cursor: Any) -> int | None:
+        cursor.execute(self.replicas_sql)
+        replicas = len(cursor.fetchall())
+        cursor.execute("SHOW GLOBAL VARIABLES LIKE 'rpl_semi_sync_%'")
+        semi_sync = any(
+            name in ("rpl_semi_sync_master_enabled", "rpl_semi_sync_source_enabled")
+            and value == "ON"
+            for name, value in cursor.fetchall()
+        )
         return 0 if semi_sync else replicas
 
     def is_conflict(self, error: DatabaseError) -> bool:
