@@ -313,3 +313,13 @@ class InvalidSnowflake(SnowflakeError, ValueError):
 
 class BulkLoadError(SnowflakeError, ValueError):
     """Raised before any row is written when ``bulk_load`` cannot load a model or a row."""
+
+
+class NotSupported(SnowflakeError):
+    """Raised by a method of the per-database interface that a database does not implement."""
+
+    def __init__(self, what: str, *, database: str, alias: str) -> None:
+        self.what = what
+        self.database = database
+        self.alias = alias
+        super().__init__(f"{what} is not supported on {database} (database {alias!r}).")

@@ -12,8 +12,9 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 
 from .database_slots import slot_holder
+from .exceptions import NotSupported
 from .vendors import database
-from .vendors.base import NotSupported, is_database_keyed
+from .vendors.base import is_database_keyed
 
 
 class _DatabaseOperation(Operation):

@@ -15,7 +15,8 @@ from typing import Any
 from django.db import DatabaseError
 
 from django_snowflake.conf import get_layout
-from django_snowflake.vendors.base import Database, NotSupported
+from django_snowflake.exceptions import NotSupported
+from django_snowflake.vendors.base import Database
 
 
 def _editor(call: Callable[[Any, Any], Any]) -> Callable[[Database], Any]:
@@ -117,6 +118,7 @@ CASES: dict[str, Callable[[Database], Any]] = {
     "is_conflict": lambda db: db.is_conflict(ERROR) is False,
     "after_conflict": lambda db: db.after_conflict(),
     "lock_hint": lambda db: db.lock_hint(ERROR) == "",
+    "not_supported": lambda db: db.alias in str(db.not_supported("Nothing")),
     "bulk_loader": _bulk,
     "function_report": _report,
 }

@@ -37,6 +37,7 @@ from django_snowflake.exceptions import (
     InvalidSnowflake,
     LayoutMismatch,
     NoWorkerAvailable,
+    NotSupported,
     SnowflakeError,
     WorkerLeaseLost,
 )
@@ -328,6 +329,7 @@ ERRORS = [
     LayoutMismatch("a", "b"),
     InvalidSnowflake("not a Snowflake ID"),
     BulkLoadError("bulk_load cannot load shop.Order"),
+    NotSupported("bulk_load", database="Oracle", alias="legacy"),
 ]
 
 

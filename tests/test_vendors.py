@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
+from django_snowflake.exceptions import NotSupported
 from django_snowflake.vendors import database, database_class
-from django_snowflake.vendors.base import NotSupported
 
 from .interface import CASES, exercise, public_methods
 
@@ -40,7 +40,9 @@ def test_the_lookup_is_made_once_per_connection() -> None:
     assert isinstance(database(connection), database_class(connection))
 
 
+@pytest.mark.django_db
 def test_not_supported_names_the_database_and_what() -> None:
     db = database(connection)
-    error = NotSupported(db, "Switching the path of keys")
+    error = db.not_supported("Switching the path of keys")
+    assert isinstance(error, NotSupported)
     assert db.display_name in str(error) and repr(db.alias) in str(error)

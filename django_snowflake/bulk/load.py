@@ -17,9 +17,8 @@ from typing import Any
 from django.db import DatabaseError, connections, models, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from ..exceptions import BulkLoadError
+from ..exceptions import BulkLoadError, NotSupported
 from ..vendors import database
-from ..vendors.base import NotSupported
 from .base import Loader, loaded
 from .plan import Plan, Row, check_model, groups, prepare
 

@@ -31,6 +31,7 @@ def database_class(connection: BaseDatabaseWrapper) -> type[Database]:
 def database(connection: BaseDatabaseWrapper) -> Database:
     """The :class:`Database` of ``connection``: the one lookup. Kept on the connection for as
     long as its server connection lives (a Galera node is told by a query)."""
+    connection = connections[connection.alias]  # the wrapper, not django.db.connection's proxy
     raw = connection.connection
     cached = getattr(connection, "_snowflake_database", None)
     if cached is not None and raw is not None and cached[0] is raw:

@@ -15,7 +15,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.utils.module_loading import import_string
 
-from ..exceptions import SnowflakeError
+from ..exceptions import NotSupported
 from ..layout import BitLayout
 
 FUNCTION = "django_snowflake_id"
@@ -62,15 +62,6 @@ def comment(
     return comment if node is None else f"{comment} node={node}".replace("'", "''")
 
 
-class NotSupported(SnowflakeError):
-    """Raised by a method of :class:`Database` that a database does not implement."""
-
-    def __init__(self, database: Database, what: str) -> None:
-        super().__init__(
-            f"{what} is not supported on {database.display_name} (database {database.alias!r})."
-        )
-
-
 class Database:
     """What differs by database, for one connection: Django's ``connection.ops`` for keys.
 
@@ -103,6 +94,10 @@ class Database:
         self.connection = connection
         self.alias: str = connection.alias
 
+    def not_supported(self, what: str) -> NotSupported:
+        """The error of a method this database does not implement: ``what`` it would do."""
+        return NotSupported(what, database=self.display_name, alias=self.alias)
+
     @classmethod
     def for_connection(cls, connection: BaseDatabaseWrapper) -> Database:
         """The instance for ``connection``: this class's, or a variant's the server names
@@ -130,7 +125,7 @@ class Database:
         """Put the database on the key path its settings name, the function and every keyed
         column (MariaDB: ``SNOWFLAKE["MARIADB_KEYS"]``), ``default`` being the editor's
         :meth:`key_default`. Raises :class:`NotSupported` where there is one path only."""
-        raise NotSupported(self, "Switching the path of keys")
+        raise self.not_supported("Switching the path of keys")
 
     def needs_repair(self) -> bool:
         """Whether the database holds functions an earlier version left that
@@ -273,7 +268,7 @@ class Database:
         """``expression`` (a datetime column) as seconds since 1970, measured by the server
         (:attr:`epoch_template`)."""
         if self.epoch_template is None:
-            raise NotSupported(self, "Reading a time as seconds")
+            raise self.not_supported("Reading a time as seconds")
         return self.epoch_template.format(expression)
 
     def incarnation(self) -> tuple[str, bool]:
@@ -316,7 +311,7 @@ class Database:
         nothing. Raises :class:`NotSupported` where the database has none (``bulk_create()``
         still works)."""
         if self.bulk_loader_class is None:
-            raise NotSupported(self, "bulk_load")
+            raise self.not_supported("bulk_load")
         return import_string(self.bulk_loader_class)
 
 
