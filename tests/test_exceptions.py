@@ -36,8 +36,8 @@ from django_snowflake.exceptions import (
     GeneratorClosed,
     InvalidSnowflake,
     LayoutMismatch,
-    NoWorkerAvailable,
     NotSupported,
+    NoWorkerAvailable,
     SnowflakeError,
     WorkerLeaseLost,
 )
