@@ -7,7 +7,7 @@ turning a key the process should make into one the database makes, or the revers
 
 What each read does is pinned by a behaviour test: ``_save_table``'s ``force_update`` and
 ``update_fields`` by test_autofield's test_force_update_without_a_key_is_refused_as_autofield_does,
-its ``raw`` and ``force_insert`` by the two tests at the end of this module (and the fresh key
+its ``raw`` and ``force_insert`` by the test at the end of this module (and the fresh key
 they guard by test_fields' test_an_auto_field_save_is_one_insert_carrying_the_process_key),
 ``bulk_create``'s ``ignore_conflicts`` by test_autofield's
 test_bulk_create_ignore_conflicts_leaves_keys_unset_as_autofield_does, and its
@@ -168,31 +168,25 @@ def no_fresh_key() -> Iterator[None]:
     fields._fresh_key.set(False)
 
 
-def assert_a_given_key_is_updated_first() -> None:
-    """A stale fresh-key mark would make this save skip its UPDATE and INSERT a duplicate."""
-    existing = Writer.objects.order_by("pk").first()
-    assert existing is not None
-    with CaptureQueriesContext(connection) as queries:
-        Writer(id=existing.id, name="b").save()
-    assert [query["sql"].split()[0].upper() for query in queries] == ["UPDATE"]
-
-
 @pytest.mark.django_db
 @pytest.mark.usefixtures("no_fresh_key")
-def test_a_forced_insert_makes_a_key_and_leaves_no_fresh_key_mark() -> None:
-    # _save_table's force_insert: Django does not consult has_default(), so no mark is set.
+@pytest.mark.parametrize(
+    "save",
+    [
+        pytest.param(lambda writer: writer.save(force_insert=True), id="force_insert"),
+        pytest.param(lambda writer: writer.save_base(raw=True), id="raw (loaddata)"),
+    ],
+)
+def test_a_forced_or_raw_insert_makes_a_key_and_leaves_no_fresh_key_mark(
+    save: Callable[[Writer], None],
+) -> None:
+    # _save_table's force_insert and raw: Django does not consult has_default() after it
+    # asks for the key, so get_pk_value_on_save() must not mark it fresh.
     writer = Writer(name="a")
-    writer.save(force_insert=True)
-    assert writer.pk is not None and not fields._fresh_key.get()
-    assert_a_given_key_is_updated_first()
-
-
-@pytest.mark.django_db
-@pytest.mark.usefixtures("no_fresh_key")
-def test_a_raw_save_makes_a_key_and_leaves_no_fresh_key_mark() -> None:
-    # _save_table's raw (loaddata): Django does not consult has_default() either.
-    writer = Writer(name="a")
-    writer.save_base(raw=True)
+    save(writer)
     assert writer.pk is not None and not fields._fresh_key.get()
     assert Writer.objects.get().pk == writer.pk
-    assert_a_given_key_is_updated_first()
+    # A stale mark would make this save skip its UPDATE and INSERT a duplicate key.
+    with CaptureQueriesContext(connection) as queries:
+        Writer(id=writer.pk, name="b").save()
+    assert [query["sql"].split()[0].upper() for query in queries] == ["UPDATE"]
