@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import sys
+from collections.abc import Container, Mapping
 from typing import Any
 
 from django import forms
@@ -34,6 +35,56 @@ from .forms import SnowflakeFormField
 _fresh_key: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "django_snowflake_fresh_key", default=False
 )
+
+# What SnowflakeAutoField must know of the save or bulk_create that asks it for a key or for
+# the fields to read back, to do what AutoField would. Django passes none of it to
+# get_pk_value_on_save() or Options.db_returning_fields and offers no hook that does, so
+# _django_caller() reads it from the asking function's frame. For each of Django's functions
+# that ask (by its code's name): where it is, whose locals hold the options (0: its own, 1:
+# its caller's) and which. Django 5.2 to 6.1; tests/test_django_callers.py checks each entry
+# against the installed Django's source, and fails naming the function and the local that
+# changed.
+_DJANGO_CALLERS: dict[str, tuple[str, int, tuple[str, ...]]] = {
+    # Model._save_table(self, raw, cls, force_insert, force_update, using, update_fields)
+    # calls meta.pk.get_pk_value_on_save(self) for an unset key before it rebinds any of its
+    # parameters (force_insert = True comes after, when it skips the UPDATE).
+    "_save_table": (
+        "django.db.models.base.Model",
+        0,
+        ("raw", "force_insert", "force_update", "update_fields"),
+    ),
+    # QuerySet._prepare_for_bulk_create(self, objs) calls get_pk_value_on_save(obj) for each
+    # object without a key; it is called by QuerySet.bulk_create(self, objs, batch_size,
+    # ignore_conflicts, update_conflicts, update_fields, unique_fields), which holds the options.
+    "_prepare_for_bulk_create": (
+        "django.db.models.query.QuerySet",
+        1,
+        ("ignore_conflicts", "update_conflicts"),
+    ),
+    # QuerySet.bulk_create() reads opts.db_returning_fields after
+    # on_conflict = self._check_bulk_create_options(...), to set what the INSERT returned.
+    "bulk_create": ("django.db.models.query.QuerySet", 0, ("on_conflict",)),
+    # QuerySet._batched_insert(self, objs, fields, batch_size, on_conflict=None, ...) reads
+    # self.model._meta.db_returning_fields for the INSERT's RETURNING.
+    "_batched_insert": ("django.db.models.query.QuerySet", 0, ("on_conflict",)),
+}
+_KEY_ASKERS = frozenset({"_save_table", "_prepare_for_bulk_create"})
+_UPSERT_READERS = frozenset({"bulk_create", "_batched_insert"})
+
+
+def _django_caller(names: Container[str]) -> tuple[str, Mapping[str, Any]] | None:
+    """The name of the function that called the caller of this one, if it is one of ``names``
+    (of :data:`_DJANGO_CALLERS`), and the locals that hold its options (its own or its
+    caller's); else ``None``. Read only the locals listed there, with ``.get()``."""
+    frame = sys._getframe(2)
+    name = frame.f_code.co_name
+    if name not in names:
+        return None
+    # The mapping, not a copy of the locals wanted: copying them made get_pk_value_on_save(),
+    # called once per row of a bulk_create, half again as slow.
+    if _DJANGO_CALLERS[name][1] and frame.f_back is not None:
+        frame = frame.f_back
+    return name, frame.f_locals
 
 
 class _DatabaseKeyDefault:
@@ -274,8 +325,9 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
         generator makes it (the strong path: a leased slot, fencing, failover incarnations),
         so the INSERT carries it and reads nothing back.
 
-        Django's callers (Django 5.2 to 6.1, pinned by tests/test_fields.py and Django's own
-        force_insert_update and bulk_create tests) decide what AutoField would do:
+        Django's callers (Django 5.2 to 6.1, read by :func:`_django_caller`, pinned by
+        tests/test_django_callers.py and Django's own force_insert_update and bulk_create
+        tests) decide what AutoField would do:
         ``Model._save_table()`` asks with ``force_update`` or ``update_fields`` only to raise
         "Cannot force an update in save() with no primary key", so no key is made; a
         ``bulk_create(ignore_conflicts=True)`` cannot tell which rows it stored, so its keys
@@ -285,9 +337,11 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
         """
         if self.default is not NOT_PROVIDED or not self.has_database_default:
             return super().get_pk_value_on_save(instance)
-        caller = sys._getframe(1)
-        if caller.f_code.co_name == "_save_table":
-            asked = caller.f_locals
+        caller = _django_caller(_KEY_ASKERS)
+        if caller is None:
+            return generate()
+        name, asked = caller
+        if name == "_save_table":
             if asked.get("force_update") or asked.get("update_fields"):
                 return None
             key = generate()
@@ -295,10 +349,8 @@ class SnowflakeAutoField(_SnowflakeColumnMixin, models.BigAutoField):  # type: i
             if not (asked.get("raw") or asked.get("force_insert")) and instance._state.adding:
                 _fresh_key.set(True)
             return key
-        if caller.f_code.co_name == "_prepare_for_bulk_create":
-            asked = sys._getframe(2).f_locals
-            if asked.get("ignore_conflicts") or asked.get("update_conflicts"):
-                return None
+        if asked.get("ignore_conflicts") or asked.get("update_conflicts"):
+            return None
         return generate()
 
     def pre_save(self, model_instance: models.Model, add: bool) -> Any:
@@ -338,7 +390,8 @@ class _UpsertReadBack(Options):  # type: ignore[type-arg]
     back (a ``RETURNING`` per row, and on MySQL, which returns nothing, ``LAST_INSERT_ID()``
     would overwrite the key with 0). So the key is added for the two readers of an upsert
     alone, ``QuerySet.bulk_create()`` and ``QuerySet._batched_insert()`` with ``on_conflict``
-    ``OnConflict.UPDATE`` (Django 5.2 to 6.1, pinned by tests/test_autofield.py):
+    ``OnConflict.UPDATE`` (Django 5.2 to 6.1, read by :func:`_django_caller`, pinned by
+    tests/test_autofield.py and tests/test_django_callers.py):
     ``get_pk_value_on_save()`` left the objects' keys unset, so Django sends no key, the
     database's function makes the new rows' keys, and ``RETURNING`` gives every object its
     row's key where the backend returns rows from a bulk insert (PostgreSQL, SQLite 3.35+,
@@ -353,10 +406,10 @@ class _UpsertReadBack(Options):  # type: ignore[type-arg]
             if _RETURNING in self.__dict__
             else Options.db_returning_fields.__get__(self, Options)
         )
-        caller = sys._getframe(1)
+        caller = _django_caller(_UPSERT_READERS)
         if (
-            caller.f_code.co_name in _UPSERT_READERS
-            and caller.f_locals.get("on_conflict") == OnConflict.UPDATE
+            caller is not None
+            and caller[1].get("on_conflict") == OnConflict.UPDATE
             and self.pk not in fields
         ):
             return [self.pk, *fields]
@@ -369,7 +422,6 @@ class _UpsertReadBack(Options):  # type: ignore[type-arg]
 
 
 _RETURNING = "db_returning_fields"
-_UPSERT_READERS = frozenset({"bulk_create", "_batched_insert"})
 
 
 def _read_back_upserts(sender: type[models.Model], **kwargs: Any) -> None:

@@ -12,18 +12,18 @@ when the lease runs out and after ``fork()``. The uniqueness argument rests on t
 
 Test suites move the system clock (freezegun, time-machine, the ``snowflake_clock`` fixture),
 which no rule above allows. A generator in *test mode* therefore keeps the last sequence of
-every time unit it used in its slot (:class:`UsedTime`) and, when the system clock goes back
-or stands still, goes on in the clock's unit or, that unit spent, the next one with sequence
-left (DESIGN section 5, "Frozen clocks"). Test mode starts when the lease says so (the static allocator does when
-freezegun or time-machine is loaded: no production process imports them) or a test clock is
-put under the generator; it costs the real clock's fast path nothing.
+every time unit it used in its slot (:class:`~django_snowflake.leases.UsedTime`) and, when
+the system clock goes back or stands still, goes on in the clock's unit or, that unit spent,
+the next one with sequence left (DESIGN section 5, "Frozen clocks"). Test mode starts when the
+lease says so (the static allocator does when freezegun or time-machine is loaded: no
+production process imports them) or a test clock is put under the generator; it costs the
+real clock's fast path nothing.
+
+What an allocator hands a generator (``Lease``, ``UsedTime``) is in :mod:`~django_snowflake.leases`.
 """
 
 from __future__ import annotations
 
-import bisect
-import dataclasses
-import math
 import operator
 import os
 import sys
@@ -33,13 +33,12 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from .exceptions import (
-    ClockMovedBackwards,
-    ClockOutsideLifespan,
-    GeneratorClosed,
-    WorkerLeaseLost,
-)
+from .exceptions import ClockMovedBackwards, ClockOutsideLifespan, GeneratorClosed, WorkerLeaseLost
 from .layout import BitLayout
+from .leases import Lease as Lease
+from .leases import Ring
+from .leases import UsedTime as UsedTime
+from .leases import fake_time_loaded as fake_time_loaded
 
 Clock = Callable[[], int]
 Sleep = Callable[[float], None]
@@ -68,80 +67,6 @@ def precise_sleep(seconds: float, _perf_counter: Callable[[], float] = time.perf
         time.sleep(seconds - 0.001)
     while _perf_counter() < deadline:
         pass
-
-
-def fake_time_loaded() -> bool:
-    """Whether freezegun or time-machine is imported: then the process is a test suite."""
-    return "freezegun" in sys.modules or "time_machine" in sys.modules
-
-
-class UsedTime:
-    """What a slot used, in test mode: the last sequence of each time unit, and spans of
-    units to treat as spent (used before test mode began, their sequences unknown)."""
-
-    def __init__(self) -> None:
-        self.units: dict[int, int] = {}
-        self.spans: list[tuple[int, int]] = []  # sorted, disjoint (lo, hi)
-
-    def copy(self) -> UsedTime:
-        other = UsedTime()
-        other.units = dict(self.units)
-        other.spans = list(self.spans)
-        return other
-
-    def note(self, unit: int, seq: int) -> None:
-        """Record that ``unit`` used sequences up to ``seq``."""
-        if seq > self.units.get(unit, -1):
-            self.units[unit] = seq
-
-    def spend(self, lo: int, hi: int) -> None:
-        """Treat units ``lo`` to ``hi`` as spent."""
-        spans = [*self.spans, (lo, hi)]
-        spans.sort()
-        merged: list[tuple[int, int]] = []
-        for start, end in spans:
-            if merged and start <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-            else:
-                merged.append((start, end))
-        self.spans = merged
-
-    def merge(self, other: UsedTime) -> None:
-        for unit, seq in other.units.items():
-            self.note(unit, seq)
-        for lo, hi in other.spans:
-            self.spend(lo, hi)
-
-    def after_spans(self, unit: int) -> int:
-        """``unit``, or the first unit after the spent span that holds it."""
-        i = bisect.bisect_right(self.spans, (unit, math.inf)) - 1
-        if i >= 0 and self.spans[i][1] >= unit:
-            return self.spans[i][1] + 1
-        return unit
-
-    def top(self) -> int:
-        """The highest unit used (-1: none)."""
-        return max(max(self.units, default=-1), max((hi for _, hi in self.spans), default=-1))
-
-
-@dataclasses.dataclass(frozen=True)
-class Lease:
-    """A worker slot handed to a generator by its lease source.
-
-    ``floor`` and ``limit`` are in time units since the epoch: the holder issues IDs only with
-    times strictly above ``floor`` and strictly below ``limit`` (``None``: until the layout's
-    lifespan ends). ``clock_sequence`` is the slot's current clock-sequence value.
-    ``history``, for a slot that earlier generators of this process used: what they used
-    (see :meth:`SnowflakeGenerator.used_time`); the holder issues outside it and is in test
-    mode.
-    """
-
-    worker_id: int
-    datacenter_id: int = 0
-    floor: int = -1
-    limit: int | None = None
-    clock_sequence: int = 0
-    history: UsedTime | None = dataclasses.field(default=None, compare=False)
 
 
 class LeaseSource(Protocol):
@@ -253,10 +178,9 @@ class SnowflakeGenerator:
         self._entry = -1
         self._slot: tuple[int, int] | None = None  # (worker, datacenter) of the last lease
         self._floor = -1  # the ring policy never rolls back to or below this unit
-        self._ring_size = max_rollback_ms // layout.time_unit_ms + 1
-        self._ring: list[tuple[int, int]] | None = None
-        if rollback == "ring":
-            self._ring = [(-1, -1)] * self._ring_size
+        self._ring = (
+            Ring(max_rollback_ms // layout.time_unit_ms + 1) if rollback == "ring" else None
+        )
 
         if worker_id is not None:
             self._install(
@@ -289,14 +213,19 @@ class SnowflakeGenerator:
         the first unit of the lease to the last)."""
         with self._lock:
             self._disarm()
-            used = self._used.copy() if self._used is not None else UsedTime()
-            if self._used is not None:
-                if self._last >= 0:
-                    used.note(self._last, self._seq)
-            elif self._high >= self._active_lo:
-                used.spend(self._active_lo, self._high)
+            used = self._used_so_far()
             self._arm()
             return used
+
+    def _used_so_far(self) -> UsedTime:
+        """:meth:`used_time`, with the window closed; lock held."""
+        used = self._used.copy() if self._used is not None else UsedTime()
+        if self._used is not None:
+            if self._last >= 0:
+                used.note(self._last, self._seq)
+        elif self._high >= self._active_lo:
+            used.spend(self._active_lo, self._high)
+        return used
 
     def now(self) -> int:
         """The generator's clock, in milliseconds since 1970."""
@@ -342,10 +271,10 @@ class SnowflakeGenerator:
             self._disarm()  # the fast path reads the system clock
             self._entry = -1  # another clock: it has not gone back yet
             if clock is not system_clock and self._used is None:
-                # A test drives time: the system clock will be behind it afterwards.
-                self._used = UsedTime()
-                if self._high >= self._active_lo:
-                    self._used.spend(self._active_lo, self._high)
+                # A test drives time: the system clock will be behind it afterwards. What the
+                # lease used so far is one spent span.
+                self._used = self._used_so_far()
+                if self._used.spans:
                     self._seq = self._max_seq
                 self._rebound()
             return saved
@@ -484,7 +413,7 @@ class SnowflakeGenerator:
 
     def _start_unit(self, t: int) -> int:
         if self._ring is not None:
-            self._remember_unit()
+            self._ring.note(self._last, self._seq)
         self._high = self._last = t
         self._seq = 0
         self._base = t << self._time_shift | self._node
@@ -504,26 +433,21 @@ class SnowflakeGenerator:
             self._bound = self._limit
             return self._start_unit(u)
         if self._ring is not None:
-            self._remember_unit()
+            self._ring.note(self._last, self._seq)
         if self._last >= 0:
             used.note(self._last, self._seq)
-        while True:
-            u = used.after_spans(u)
-            if u > self._max_time:
-                raise ClockOutsideLifespan(
-                    self.layout.unit_start_ms(u),
-                    epoch=self.layout.epoch_datetime,
-                    end=self.layout.lifespan_end,
-                )
-            if u >= self._limit:
-                self._last, self._seq = -1, self._max_seq
-                self._acquire()  # renews the limit, or raises
-                return None
-            seq = used.units.pop(u, -1)
-            if seq < self._max_seq:
-                break
-            used.units[u] = seq
-            u += 1
+        u = used.first_free(u, self._max_seq, stop=self._limit)  # the limit <= max time + 1
+        if u > self._max_time:
+            raise ClockOutsideLifespan(
+                self.layout.unit_start_ms(u),
+                epoch=self.layout.epoch_datetime,
+                end=self.layout.lifespan_end,
+            )
+        if u >= self._limit:
+            self._last, self._seq = -1, self._max_seq
+            self._acquire()  # renews the limit, or raises
+            return None
+        seq = used.units.pop(u, -1)
         self._high = max(self._high, u)
         self._last = u
         self._seq = seq + 1
@@ -580,16 +504,15 @@ class SnowflakeGenerator:
             # rollback policy, which the snowflake_clock fixture lets tests exercise.
             return self._travel(t)
         behind = self.layout.unit_start_ms(self._high) - now
-        policy = self.rollback
-        if policy == "ring":
-            if t > self._floor and self._high - t < self._ring_size and t < self._limit:
-                self._remember_unit()
+        policy, ring = self.rollback, self._ring
+        if ring is not None:  # the ring policy
+            if t > self._floor and self._high - t < ring.size and t < self._limit:
+                ring.note(self._last, self._seq)
                 if self._used is not None:
                     self._used.note(self._last, self._seq)
                 self._active_lo = min(self._active_lo, t)
-                unit, seq = self._ring[t % self._ring_size]  # type: ignore[index]
                 self._last = t
-                self._seq = seq if unit == t else -1
+                self._seq = ring.last_seq(t)
                 self._base = t << self._time_shift | self._node
                 return None  # the loop issues from this unit, or waits if it is spent
             policy = "wait"  # a unit of a previous holder, of which it has no record
@@ -621,9 +544,6 @@ class SnowflakeGenerator:
             self._sleep(max(target_ms * 1_000_000 - time.time_ns(), 1_000) / 1e9)
         else:
             self._sleep(max(target_ms - now, 1) / 1000)
-
-    def _remember_unit(self) -> None:
-        self._ring[self._last % self._ring_size] = (self._last, self._seq)  # type: ignore[index]
 
     def _set_clock_sequence(self, value: int) -> None:
         if self._on_clock_sequence is not None:
@@ -670,14 +590,7 @@ class SnowflakeGenerator:
         return None if self._slot is None else self._slot[0]
 
     def _install(self, lease: Lease) -> None:
-        layout = self.layout
-        for name, value, limit in (
-            ("worker_id", lease.worker_id, layout.max_worker_id),
-            ("datacenter_id", lease.datacenter_id, layout.max_datacenter_id),
-            ("clock_sequence", lease.clock_sequence, layout.max_clock_sequence),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
-                raise ValueError(f"{name} {value!r} is outside 0..{limit} for this layout")
+        lease.check(self.layout)
         self._disarm()
         previous = self.lease
         same_slot = previous is not None and (previous.worker_id, previous.datacenter_id) == (
@@ -697,12 +610,7 @@ class SnowflakeGenerator:
                 used = lease.history.copy()
                 if self._slot == (lease.worker_id, lease.datacenter_id):
                     # The slot again, after a fork: what the parent used counts too.
-                    if self._used is not None:
-                        used.merge(self._used)
-                        if self._last >= 0:
-                            used.note(self._last, self._seq)
-                    elif self._high >= self._active_lo:
-                        used.spend(self._active_lo, self._high)
+                    used.merge(self._used_so_far())
                 self._used = used
             elif self._used is not None:
                 self._used = UsedTime()
@@ -715,7 +623,7 @@ class SnowflakeGenerator:
             self._seq = self._max_seq
             self._active_lo = self._high + 1
             if self._ring is not None:
-                self._ring = [(-1, -1)] * self._ring_size
+                self._ring.clear()
             if lease.history is None:
                 self._floor = self._high
             else:
