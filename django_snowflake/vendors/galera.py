@@ -37,7 +37,7 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from ..database_slots import database_label, labelled_slots, lease_database_slot
 from ..exceptions import SnowflakeError
 from ..layout import BitLayout
-from .base import COMMENT, comment, lead_units
+from .base import COMMENT, Database, comment, lead_units
 from .mysql import MariaDB, keys_setting
 from .mysql.keys import (
     KEYS_DEFAULT,
@@ -197,6 +197,11 @@ class Galera(MariaDB):
         super().__init__(connection)
         #: This node's ``wsrep_node_name``.
         self.node = node
+
+    @classmethod
+    def for_connection(cls, connection: BaseDatabaseWrapper) -> Database:
+        node = node_name(connection)
+        return MariaDB.for_connection(connection) if node is None else cls(connection, node)
 
     def node_name(self) -> str | None:
         return self.node
