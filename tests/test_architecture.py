@@ -19,9 +19,21 @@ PAGE = ROOT / "docs" / "architecture.rst"
 # Names the package's __init__ defines: ``from . import generate`` imports __init__.
 PUBLIC = {"decode", "generate", "generate_many", "get_generator", "max_id_for", "min_id_for"}
 WITHOUT_DJANGO = 3
-# Imports that point up, each with its reason; none today. An entry fails the test once its import is
-# gone, so that it goes with it.
-KNOWN_UPWARD: set[tuple[str, str]] = set()
+# Imports that point up, each with its reason. An entry fails the test once its import is gone,
+# or no longer points up, so that it goes with it.
+KNOWN_UPWARD: set[tuple[str, str]] = {
+    # checks is a package of one module a subject, and the page gives it one row: the package
+    # gathers its modules' checks, and they share the message helpers and allocator_class of
+    # checks.settings. Rows of their own (checks.databases, checks.deployment, checks.models
+    # below checks; checks.settings below them) end these seven.
+    ("checks", "checks.databases"),
+    ("checks", "checks.deployment"),
+    ("checks", "checks.models"),
+    ("checks", "checks.settings"),
+    ("checks.databases", "checks.settings"),
+    ("checks.deployment", "checks.settings"),
+    ("checks.models", "checks.settings"),
+}
 
 
 def rows() -> list[list[str]]:
