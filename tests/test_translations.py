@@ -391,9 +391,12 @@ class UserAdmin(SnowflakeAdminMixin, ModelAdmin):  # type: ignore[type-arg]
 
 
 def test_the_model_check_messages_are_translated() -> None:
-    site = AdminSite(name="translated")  # all_sites holds it weakly: gone after the test
+    site = AdminSite(name="translated")  # all_sites holds it until a garbage collection
     site.register(User, UserAdmin)
-    (message,) = check_admin_mixin()
+    try:
+        (message,) = check_admin_mixin()
+    finally:
+        site.unregister(User)
     for language in LANGUAGES:
         with translation.override(django_code(language)):
             assert untranslated_in(f"{message.msg}\n{message.hint}", language) == []

@@ -4,6 +4,8 @@ the runtime rebuilding on its own signal, construction errors pointing at ``chec
 from __future__ import annotations
 
 from collections.abc import Iterator
+from importlib import import_module
+from pkgutil import iter_modules
 from typing import Any
 
 import pytest
@@ -63,12 +65,19 @@ def test_checks_are_bound() -> None:
         assert "django_snowflake.E003" in [m.id for m in checks.run_checks()]
 
 
-def test_every_check_of_the_module_is_bound() -> None:
-    # A check written into checks.py but never added to CHECKS would never run.
+def test_every_check_of_the_package_is_bound() -> None:
+    # A check written into a module of django_snowflake.checks but never added to CHECKS
+    # would never run.
+    package = django_snowflake.checks
+    modules = [
+        package,
+        *(import_module(f"{package.__name__}.{m.name}") for m in iter_modules(package.__path__)),
+    ]
     written = {
         name
-        for name in vars(django_snowflake.checks)
-        if name.startswith("check_") and callable(getattr(django_snowflake.checks, name))
+        for module in modules
+        for name, value in vars(module).items()
+        if name.startswith("check_") and callable(value)
     }
     assert written == {check.__name__ for check, _tags in snowflake_apps.CHECKS}
 

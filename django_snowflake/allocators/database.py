@@ -90,7 +90,7 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
         messages = super().check(settings, layout, **kwargs)
         lease = settings["LEASE_SECONDS"]
         if layout is None or not is_int(lease) or lease < 3:
-            return messages  # E035 (checks.py) reports the lease
+            return messages  # E035 (checks.settings) reports the lease
         reserved_ms = lease * RESERVED_MS_PER_LEASE_SECOND
         unit = layout.time_unit_ms
         bound = settings["MAX_ROLLBACK_MS"]
