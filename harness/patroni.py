@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .private_server import Servers, free_port
+from .private_server import Servers, free_port, wait_up
 
 #: The leader key's time to live (s): how long after the leader died a standby takes over.
 #: Patroni wants ``loop_wait + 2 * retry_timeout <= ttl``.
@@ -303,18 +303,18 @@ class Patroni(Servers):
                  "--initial-cluster-token", self.scope],
                 stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def healthy() -> bool:
             with (
                 contextlib.suppress(OSError, ValueError),
                 urllib.request.urlopen(f"{client}/health", timeout=1) as answer,
             ):
-                if json.loads(answer.read()).get("health") == "true":
-                    return
-            if self.etcd.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError(f"etcd did not start: {(self.root / 'etcd.log').read_text()[-2000:]}")
+                return bool(json.loads(answer.read()).get("health") == "true")
+            return False
+
+        if not wait_up(self.etcd, healthy, timeout=30, every=0.1):
+            log = (self.root / "etcd.log").read_text()[-2000:]
+            raise RuntimeError(f"etcd did not start: {log}")
 
     def leader(self) -> Node:
         """The node whose Patroni answers 200 to ``/primary`` (PostgreSQL primary, leader

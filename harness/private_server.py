@@ -14,13 +14,40 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    """Whether something on ``127.0.0.1:port`` accepts a TCP connection (within a second)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_up(
+    process: subprocess.Popen[Any], up: Callable[[], bool], *, timeout: float, every: float
+) -> bool:
+    """Ask ``up()`` every ``every`` seconds whether the server ``process`` started serves:
+    ``True`` once it does, ``False`` once the process has exited or ``timeout`` seconds have
+    passed (the caller raises, with what the server's log says)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if up():
+            return True
+        if process.poll() is not None:
+            break
+        time.sleep(every)
+    return False
 
 
 class PrivateServer:
