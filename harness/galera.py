@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from .private_server import Servers, free_port
+from .processes import reap
 
 #: As root, the servers run as ``mysql``: a root server's rsync state transfer starts an
 #: rsync daemon as root, which writes as ``nobody`` and cannot fill the joiner's directory.
@@ -126,8 +127,7 @@ class Node:
     def kill(self) -> None:
         """``kill -9``: the node leaves the cluster as a crash or a network cut would."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
 
     def stop(self) -> None:
@@ -137,8 +137,7 @@ class Node:
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                reap([self.process])
             self.process = None
 
 

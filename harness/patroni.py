@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .private_server import Servers, free_port, wait_up
+from .processes import reap
 
 #: The leader key's time to live (s): how long after the leader died a standby takes over.
 #: Patroni wants ``loop_wait + 2 * retry_timeout <= ttl``.
@@ -171,8 +172,7 @@ class Node:
         """``kill -9`` of the whole node: Patroni, the postmaster and every child of it
         (Patroni starts PostgreSQL detached, so it outlives a killed Patroni otherwise)."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
         postmaster = self.postmaster()
         if postmaster is None:
@@ -253,8 +253,7 @@ class HAProxy:
 
     def close(self) -> None:
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
 
 
@@ -415,7 +414,6 @@ class Patroni(Servers):
         for node in self.nodes:
             node.kill()
         if self.etcd is not None:
-            self.etcd.kill()
-            self.etcd.wait()
+            reap([self.etcd])
             self.etcd = None
         shutil.rmtree(self.root, ignore_errors=True)

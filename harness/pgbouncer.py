@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from .private_server import free_port, listening, wait_up
+from .processes import reap
 
 BINARY = "/usr/sbin/pgbouncer"
 
@@ -108,6 +109,5 @@ class PgBouncer:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.stop()
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
         shutil.rmtree(self.root, ignore_errors=True)

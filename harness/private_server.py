@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .processes import reap
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -137,8 +139,7 @@ class PrivateServer:
                 str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
             )
         elif self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
 
     def create_database(self, name: str) -> None:
