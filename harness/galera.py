@@ -11,11 +11,10 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-from .private_server import Servers, free_port
+from .private_server import Cluster, free_port
 from .processes import reap
 
 #: As root, the servers run as ``mysql``: a root server's rsync state transfer starts an
@@ -141,12 +140,11 @@ class Node:
             self.process = None
 
 
-class Galera(Servers):
+class Galera(Cluster):
     """Three nodes of one Galera cluster; ``nodes[0]`` bootstrapped it."""
 
     def __init__(self, size: int = 3) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="snowflake-galera-"))
-        self.name = f"snowflake{os.getpid()}"
+        super().__init__("galera")
         self.nodes = [Node(self, number) for number in range(1, size + 1)]
         self._start_or_close()
 
@@ -154,9 +152,7 @@ class Galera(Servers):
         for node in self.nodes:
             node.data.mkdir(parents=True)  # empty but node 1's: the state transfer fills it
         if USER:
-            self.root.chmod(0o755)
-            for path in [self.root, *self.root.rglob("*")]:
-                shutil.chown(path, "mysql", "mysql")
+            self._hand_over("mysql")
         first = self.nodes[0]
         subprocess.run(
             ["mariadb-install-db", "--no-defaults", f"--datadir={first.data}", *USER,
@@ -174,4 +170,4 @@ class Galera(Servers):
     def close(self) -> None:
         for node in self.nodes:
             node.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().close()

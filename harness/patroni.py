@@ -21,14 +21,13 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .private_server import Servers, free_port, wait_up
+from .private_server import Cluster, free_port, wait_up
 from .processes import reap
 
 #: The leader key's time to live (s): how long after the leader died a standby takes over.
@@ -107,7 +106,7 @@ class Node:
             "fsync": "off",  # test data: a crash of the machine loses nothing we keep
         }
         config: dict[str, Any] = {
-            "scope": self.cluster.scope,
+            "scope": self.cluster.name,
             "namespace": "/service/",
             "name": self.name,
             "restapi": {
@@ -257,15 +256,15 @@ class HAProxy:
             self.process = None
 
 
-class Patroni(Servers):
-    """etcd, three Patroni nodes (``pg1`` bootstraps the cluster) and HAProxy."""
+class Patroni(Cluster):
+    """etcd, three Patroni nodes (``pg1`` bootstraps the cluster) and HAProxy; the cluster's
+    ``name`` is Patroni's scope."""
 
     def __init__(self, size: int = 3) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="snowflake-patroni-"))
-        self.scope = f"snowflake{os.getpid()}"
         binaries = bin_dir()
         if binaries is None:
             raise RuntimeError("no pg_config: PostgreSQL's binaries are not installed")
+        super().__init__("patroni")
         self.bin_dir = binaries
         self.etcd_port, self.etcd_peer = free_port(), free_port()
         self.etcd: subprocess.Popen[bytes] | None = None
@@ -279,9 +278,7 @@ class Patroni(Servers):
             node.root.mkdir(mode=0o700)
             node.write_config()
         if USER:
-            self.root.chmod(0o755)
-            for path in self.root.rglob("*"):
-                shutil.chown(path, USER, USER)
+            self._hand_over(USER)
         self.nodes[0].start()
         self.wait_for_leader(timeout=60)
         for node in self.nodes[1:]:
@@ -299,7 +296,7 @@ class Patroni(Servers):
                  "--listen-client-urls", client, "--advertise-client-urls", client,
                  "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                  "--initial-cluster", f"etcd1={peer}", "--initial-cluster-state", "new",
-                 "--initial-cluster-token", self.scope],
+                 "--initial-cluster-token", self.name],
                 stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
 
@@ -416,4 +413,4 @@ class Patroni(Servers):
         if self.etcd is not None:
             reap([self.etcd])
             self.etcd = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().close()

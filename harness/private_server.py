@@ -171,3 +171,23 @@ class Servers:
         except BaseException:
             self.close()
             raise
+
+
+class Cluster(Servers):
+    """The servers of one cluster, in one temporary directory (``root``) removed by
+    :meth:`close`, under a ``name`` of this process's, so that two runs' clusters never meet."""
+
+    def __init__(self, kind: str) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"snowflake-{kind}-"))
+        self.name = f"snowflake{os.getpid()}"
+
+    def _hand_over(self, user: str) -> None:
+        """Give ``root`` and everything in it to ``user``, whom the servers run as when this
+        process is root."""
+        self.root.chmod(0o755)
+        for path in [self.root, *self.root.rglob("*")]:
+            shutil.chown(path, user, user)
+
+    def close(self) -> None:
+        """Remove ``root``; a subclass stops its servers first."""
+        shutil.rmtree(self.root, ignore_errors=True)
