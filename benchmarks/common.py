@@ -44,20 +44,35 @@ def probe(name: str) -> dict[str, Any]:
     return record
 
 
-def write_probe(name: str, doc: str, server: str, load: Sequence[float], **measured: Any) -> Path:
-    """Write the record ``benchmarks/probes/<name>.json``: what the probe measures (the second
-    paragraph of its module's ``doc``), the day, the server, the load average's range while it
-    ran, and what it ``measured``."""
-    path = PROBES / f"{name}.json"
-    record = {
-        "about": doc.split("\n\n")[1].replace("\n", " "),
-        "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
-        "server": server,
-        "load": [round(min(load), 1), round(max(load), 1)],
-        **measured,
-    }
-    path.write_text(json.dumps(record, indent=1) + "\n")
-    return path
+class ProbeRecord:
+    """The record ``benchmarks/probes/<name>.json`` of a probe as it runs: the probe's
+    ``settings`` (its turn's length, its rounds), and the load average after each turn."""
+
+    def __init__(self, name: str, doc: str, **settings: Any) -> None:
+        self.name = name
+        self.doc = doc
+        self.settings = settings
+        self.load: list[float] = []
+
+    def turn_done(self) -> None:
+        """Note the load average (of the last minute) after a turn."""
+        self.load.append(os.getloadavg()[0])
+
+    def write(self, server: str, **measured: Any) -> None:
+        """Write the record and say where: what the probe measures (the second paragraph of
+        its module's ``doc``), the day, the ``server``, the load average's range while it ran,
+        its settings and what it ``measured``."""
+        path = PROBES / f"{self.name}.json"
+        record = {
+            "about": self.doc.split("\n\n")[1].replace("\n", " "),
+            "date": datetime.datetime.now(datetime.UTC).date().isoformat(),
+            "server": server,
+            "load": [round(min(self.load), 1), round(max(self.load), 1)],
+            **self.settings,
+            **measured,
+        }
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"written to {path}")
 
 
 def day(iso: str) -> str:

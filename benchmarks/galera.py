@@ -22,7 +22,7 @@ from typing import Any
 
 from harness import galera
 
-from .common import insert_rate, rotated, write_probe
+from .common import ProbeRecord, insert_rate, rotated
 
 PATHS = ("default", "trigger")
 MODES = ("left_out", "given")
@@ -96,7 +96,13 @@ def main() -> None:
         call_command("migrate", database="default", verbosity=0)
         ports = [node.port for node in cluster.nodes]
         server = first.sql("SELECT VERSION()").strip()
-        load = []
+        record = ProbeRecord(
+            "galera",
+            __doc__,
+            connections_per_node=CONNECTIONS,
+            turn_seconds=TURN_SECONDS,
+            rounds=ROUNDS,
+        )
         results: dict[str, Any] = {}
         for path, mode in itertools.product(PATHS, MODES):
             table = _install(path)
@@ -108,7 +114,7 @@ def main() -> None:
                     name: _rate(ports, database, name, given and name == table)
                     for name in rotated((table, AUTO), round_)
                 }
-                load.append(os.getloadavg()[0])
+                record.turn_done()
                 ratios.append(round(rates[table] / rates[AUTO], 3))
                 print(
                     f"{path:8} key {mode:8} round {round_ + 1}: keyed {rates[table]:,.0f} "
@@ -118,17 +124,7 @@ def main() -> None:
             results[f"{path}/{mode}"] = sorted(ratios)
     finally:
         cluster.close()
-    written = write_probe(
-        "galera",
-        __doc__,
-        server,
-        load,
-        connections_per_node=CONNECTIONS,
-        turn_seconds=TURN_SECONDS,
-        rounds=ROUNDS,
-        ratios=results,
-    )
-    print(f"written to {written}")
+    record.write(server, ratios=results)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from contextlib import closing
 from types import SimpleNamespace
 from typing import Any, cast
 
-from .common import insert_rate, rotated, write_probe
+from .common import ProbeRecord, insert_rate, rotated
 
 DATABASE = "snowflake_trigger_floor"
 WAYS = ("default", "trigger", "function_1", "function_15", "snowflake")
@@ -124,7 +124,7 @@ def main() -> None:
     _setup(conf)
     ratios: dict[str, dict[str, list[float]]] = {way: {} for way in WAYS}
     given: dict[str, dict[str, list[float]]] = {way: {} for way in GIVEN_WAYS}
-    load = []
+    record = ProbeRecord("mariadb_trigger_floor", __doc__, turn_seconds=TURN_SECONDS, rounds=ROUNDS)
     try:
         for round_ in range(ROUNDS):
             for clients in CLIENTS:
@@ -132,13 +132,13 @@ def main() -> None:
                     baseline = _rate(conf, "auto_increment", clients)
                     ours = _rate(conf, way, clients)
                     ratios[way].setdefault(str(clients), []).append(round(ours / baseline, 3))
-                    load.append(os.getloadavg()[0])
+                    record.turn_done()
                     print(f"{clients} clients, {way}: {ours / baseline:.2f}x", flush=True)
                 for way in rotated(GIVEN_WAYS, round_):
                     baseline = _rate(conf, "auto_increment", clients)
                     ours = _rate(conf, way, clients, given=True)
                     given[way].setdefault(str(clients), []).append(round(ours / baseline, 3))
-                    load.append(os.getloadavg()[0])
+                    record.turn_done()
                     print(
                         f"{clients} clients, {way}, key given: {ours / baseline:.2f}x", flush=True
                     )
@@ -149,17 +149,7 @@ def main() -> None:
         cursor = admin.cursor()
         cursor.execute("SELECT VERSION()")
         (version,) = cursor.fetchone()
-    written = write_probe(
-        "mariadb_trigger_floor",
-        __doc__,
-        version,
-        load,
-        turn_seconds=TURN_SECONDS,
-        rounds=ROUNDS,
-        ratios=ratios,
-        given=given,
-    )
-    print(f"written to {written}")
+    record.write(version, ratios=ratios, given=given)
 
 
 if __name__ == "__main__":

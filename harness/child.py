@@ -1,4 +1,5 @@
-"""The child interpreter's side: one report line per event, barrier files, IDs on disk.
+"""The child interpreter's side: its command line, one report line per event, barrier files,
+IDs on disk.
 
 A parent reads the lines with :func:`harness.processes.expect_line` and the IDs with
 :func:`harness.processes.read_ids`.
@@ -6,10 +7,29 @@ A parent reads the lines with :func:`harness.processes.expect_line` and the IDs 
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from array import array
 from pathlib import Path
+from typing import Any
+
+
+def set_up(**options: dict[str, Any]) -> argparse.Namespace:
+    """Parse the command line of a child that writes to the file ``--out`` until the file
+    ``--stop`` exists, and its own ``options`` (``name={...}``: ``--name`` and the keywords of
+    ``add_argument``), then set Django up on the settings of its environment; the arguments."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--stop", required=True)
+    for name, keywords in options.items():
+        parser.add_argument(f"--{name}", **keywords)
+    args = parser.parse_args()
+
+    import django
+
+    django.setup()
+    return args
 
 
 def report(*words: object) -> None:

@@ -11,11 +11,11 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-from .private_server import Servers, free_port
+from .private_server import Cluster, free_port
+from .processes import reap
 
 #: As root, the servers run as ``mysql``: a root server's rsync state transfer starts an
 #: rsync daemon as root, which writes as ``nobody`` and cannot fill the joiner's directory.
@@ -126,8 +126,7 @@ class Node:
     def kill(self) -> None:
         """``kill -9``: the node leaves the cluster as a crash or a network cut would."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
 
     def stop(self) -> None:
@@ -137,17 +136,15 @@ class Node:
             try:
                 self.process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                reap([self.process])
             self.process = None
 
 
-class Galera(Servers):
+class Galera(Cluster):
     """Three nodes of one Galera cluster; ``nodes[0]`` bootstrapped it."""
 
     def __init__(self, size: int = 3) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="snowflake-galera-"))
-        self.name = f"snowflake{os.getpid()}"
+        super().__init__("galera")
         self.nodes = [Node(self, number) for number in range(1, size + 1)]
         self._start_or_close()
 
@@ -155,9 +152,7 @@ class Galera(Servers):
         for node in self.nodes:
             node.data.mkdir(parents=True)  # empty but node 1's: the state transfer fills it
         if USER:
-            self.root.chmod(0o755)
-            for path in [self.root, *self.root.rglob("*")]:
-                shutil.chown(path, "mysql", "mysql")
+            self._hand_over("mysql")
         first = self.nodes[0]
         subprocess.run(
             ["mariadb-install-db", "--no-defaults", f"--datadir={first.data}", *USER,
@@ -175,4 +170,4 @@ class Galera(Servers):
     def close(self) -> None:
         for node in self.nodes:
             node.kill()
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().close()

@@ -21,14 +21,14 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from .private_server import Servers, free_port
+from .private_server import Cluster, free_port, wait_up
+from .processes import reap
 
 #: The leader key's time to live (s): how long after the leader died a standby takes over.
 #: Patroni wants ``loop_wait + 2 * retry_timeout <= ttl``.
@@ -106,7 +106,7 @@ class Node:
             "fsync": "off",  # test data: a crash of the machine loses nothing we keep
         }
         config: dict[str, Any] = {
-            "scope": self.cluster.scope,
+            "scope": self.cluster.name,
             "namespace": "/service/",
             "name": self.name,
             "restapi": {
@@ -171,8 +171,7 @@ class Node:
         """``kill -9`` of the whole node: Patroni, the postmaster and every child of it
         (Patroni starts PostgreSQL detached, so it outlives a killed Patroni otherwise)."""
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
         postmaster = self.postmaster()
         if postmaster is None:
@@ -253,20 +252,19 @@ class HAProxy:
 
     def close(self) -> None:
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
 
 
-class Patroni(Servers):
-    """etcd, three Patroni nodes (``pg1`` bootstraps the cluster) and HAProxy."""
+class Patroni(Cluster):
+    """etcd, three Patroni nodes (``pg1`` bootstraps the cluster) and HAProxy; the cluster's
+    ``name`` is Patroni's scope."""
 
     def __init__(self, size: int = 3) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="snowflake-patroni-"))
-        self.scope = f"snowflake{os.getpid()}"
         binaries = bin_dir()
         if binaries is None:
             raise RuntimeError("no pg_config: PostgreSQL's binaries are not installed")
+        super().__init__("patroni")
         self.bin_dir = binaries
         self.etcd_port, self.etcd_peer = free_port(), free_port()
         self.etcd: subprocess.Popen[bytes] | None = None
@@ -280,9 +278,7 @@ class Patroni(Servers):
             node.root.mkdir(mode=0o700)
             node.write_config()
         if USER:
-            self.root.chmod(0o755)
-            for path in self.root.rglob("*"):
-                shutil.chown(path, USER, USER)
+            self._hand_over(USER)
         self.nodes[0].start()
         self.wait_for_leader(timeout=60)
         for node in self.nodes[1:]:
@@ -300,21 +296,21 @@ class Patroni(Servers):
                  "--listen-client-urls", client, "--advertise-client-urls", client,
                  "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                  "--initial-cluster", f"etcd1={peer}", "--initial-cluster-state", "new",
-                 "--initial-cluster-token", self.scope],
+                 "--initial-cluster-token", self.name],
                 stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def healthy() -> bool:
             with (
                 contextlib.suppress(OSError, ValueError),
                 urllib.request.urlopen(f"{client}/health", timeout=1) as answer,
             ):
-                if json.loads(answer.read()).get("health") == "true":
-                    return
-            if self.etcd.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise RuntimeError(f"etcd did not start: {(self.root / 'etcd.log').read_text()[-2000:]}")
+                return bool(json.loads(answer.read()).get("health") == "true")
+            return False
+
+        if not wait_up(self.etcd, healthy, timeout=30, every=0.1):
+            log = (self.root / "etcd.log").read_text()[-2000:]
+            raise RuntimeError(f"etcd did not start: {log}")
 
     def leader(self) -> Node:
         """The node whose Patroni answers 200 to ``/primary`` (PostgreSQL primary, leader
@@ -415,7 +411,6 @@ class Patroni(Servers):
         for node in self.nodes:
             node.kill()
         if self.etcd is not None:
-            self.etcd.kill()
-            self.etcd.wait()
+            reap([self.etcd])
             self.etcd = None
-        shutil.rmtree(self.root, ignore_errors=True)
+        super().close()

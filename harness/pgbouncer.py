@@ -12,13 +12,13 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from .private_server import free_port
+from .private_server import free_port, listening, wait_up
+from .processes import reap
 
 BINARY = "/usr/sbin/pgbouncer"
 
@@ -68,15 +68,8 @@ class PgBouncer:
         self.process = subprocess.Popen(
             [BINARY, *user, str(self.ini)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise RuntimeError(f"PgBouncer on port {self.port} did not start: {self.log_text()}")
+        if not wait_up(self.process, lambda: listening(self.port), timeout=10, every=0.05):
+            raise RuntimeError(f"PgBouncer on port {self.port} did not start: {self.log_text()}")
 
     def stop(self) -> None:
         """Stop it at once (SIGTERM: every client and server connection closed), as a crash
@@ -116,6 +109,5 @@ class PgBouncer:
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.stop()
         if self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
         shutil.rmtree(self.root, ignore_errors=True)

@@ -14,13 +14,42 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from .processes import reap
 
 
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def listening(port: int) -> bool:
+    """Whether something on ``127.0.0.1:port`` accepts a TCP connection (within a second)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def wait_up(
+    process: subprocess.Popen[Any], up: Callable[[], bool], *, timeout: float, every: float
+) -> bool:
+    """Ask ``up()`` every ``every`` seconds whether the server ``process`` started serves:
+    ``True`` once it does, ``False`` once the process has exited or ``timeout`` seconds have
+    passed (the caller raises, with what the server's log says)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if up():
+            return True
+        if process.poll() is not None:
+            break
+        time.sleep(every)
+    return False
 
 
 class PrivateServer:
@@ -110,8 +139,7 @@ class PrivateServer:
                 str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop"
             )
         elif self.process is not None:
-            self.process.kill()
-            self.process.wait()
+            reap([self.process])
             self.process = None
 
     def create_database(self, name: str) -> None:
@@ -143,3 +171,23 @@ class Servers:
         except BaseException:
             self.close()
             raise
+
+
+class Cluster(Servers):
+    """The servers of one cluster, in one temporary directory (``root``) removed by
+    :meth:`close`, under a ``name`` of this process's, so that two runs' clusters never meet."""
+
+    def __init__(self, kind: str) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"snowflake-{kind}-"))
+        self.name = f"snowflake{os.getpid()}"
+
+    def _hand_over(self, user: str) -> None:
+        """Give ``root`` and everything in it to ``user``, whom the servers run as when this
+        process is root."""
+        self.root.chmod(0o755)
+        for path in [self.root, *self.root.rglob("*")]:
+            shutil.chown(path, user, user)
+
+    def close(self) -> None:
+        """Remove ``root``; a subclass stops its servers first."""
+        shutil.rmtree(self.root, ignore_errors=True)

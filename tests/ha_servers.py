@@ -13,7 +13,6 @@ reports ``ready`` once set up and issues its first ID when ``S`` exists.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -27,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.child import report, set_up
 from harness.private_server import PrivateServer, Servers, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -306,20 +306,8 @@ def migrate(env: dict[str, str]) -> None:
     subprocess.run(command, cwd=ROOT, env=env, check=True)
 
 
-def report(*words: object) -> None:
-    os.write(1, (" ".join(map(str, words)) + "\n").encode())
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--stop", required=True)
-    parser.add_argument("--start", help="wait for this file before the first ID")
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
+    args = set_up(start={"help": "wait for this file before the first ID"})
     from django_snowflake import generate, get_generator
     from django_snowflake.exceptions import WorkerLeaseLost
 

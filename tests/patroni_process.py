@@ -20,13 +20,12 @@ database's incarnation), and at the end ``done ERRORS NAMES``.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from array import array
 from pathlib import Path
 
-from harness.child import report, wait_for
+from harness.child import report, set_up, wait_for
 from tests.settings import *  # noqa: F403
 
 DATABASES["default"]["OPTIONS"] = {  # noqa: F405
@@ -93,15 +92,7 @@ def save_until(stop: Path, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--stop", required=True)
-    parser.add_argument("--go", help="report ready, then wait for this file before saving")
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
+    args = set_up(go={"help": "report ready, then wait for this file before saving"})
     if args.go:
         report("ready")
         wait_for(args.go)

@@ -14,12 +14,11 @@ keys of the saved rows go to ``--out`` as native int64s.
 
 from __future__ import annotations
 
-import argparse
 import threading
 import time
 from pathlib import Path
 
-from harness.child import report, write_ids
+from harness.child import report, set_up, write_ids
 from tests.settings import *  # noqa: F403
 
 # Transaction pooling gives a client's next transaction to any server connection: a cursor
@@ -63,15 +62,7 @@ def save_until(stop: Path, connected: threading.Barrier, keys: list[int], errors
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--stop", required=True)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-
-    import django
-
-    django.setup()
+    args = set_up(threads={"type": int, "default": 1})
     connected = threading.Barrier(args.threads + 1)
     keys: list[list[int]] = [[] for _ in range(args.threads)]
     errors: list[str] = []
