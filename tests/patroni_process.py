@@ -20,6 +20,7 @@ database's incarnation), and at the end ``done ERRORS NAMES``.
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from array import array
@@ -28,7 +29,10 @@ from pathlib import Path
 from harness.child import report, set_up, wait_for
 from tests.settings import *  # noqa: F403
 
-DATABASES["default"]["OPTIONS"] = {  # noqa: F405
+# A copy: the test process imports this module too (test_patroni), and tests.settings' own
+# DATABASES must keep its OPTIONS (SQLite's and MariaDB's drivers refuse these).
+DATABASES = copy.deepcopy(DATABASES)  # noqa: F405
+DATABASES["default"]["OPTIONS"] = {
     "target_session_attrs": "read-write",
     "connect_timeout": 2,
 }

@@ -89,6 +89,8 @@ def test_W040_leaves_django_and_installed_packages_alone(project: None) -> None:
     assert not is_installed_package(apps.get_app_config("checks_app"))
 
 
+# Django 6.1 checks JSONFields against the database, which opens it.
+@pytest.mark.django_db
 def test_W040_through_manage_py_check(project: None) -> None:
     ids = [message.id for message in checks.run_checks()]
     assert ids.count("django_snowflake.W040") == 3
@@ -123,6 +125,8 @@ def test_W041_admin_mixin_on_an_integer_key(site: admin.AdminSite) -> None:
     assert "auth.User (AutoField) is not a Snowflake" in str(messages[0].msg)
 
 
+# Django 6.1 checks JSONFields against the database, which opens it.
+@pytest.mark.django_db
 def test_W041_through_manage_py_check(site: admin.AdminSite) -> None:
     site.register(User, UserAdmin)
     assert "django_snowflake.W041" in [message.id for message in checks.run_checks()]
@@ -177,6 +181,8 @@ def test_W042_taggit_judged_by_the_models_tagged_through_it() -> None:
         assert check_generic_relations() == []
 
 
+# Django 6.1 checks JSONFields against the database, which opens it.
+@pytest.mark.django_db
 def test_W042_through_manage_py_check(project: None) -> None:
     ids = [message.id for message in checks.run_checks()]
     assert ids.count("django_snowflake.W042") == 3
