@@ -35,6 +35,15 @@ from tests.testapp.models import Order
 
 
 @pytest.fixture
+def features(django_db_blocker: Any) -> Iterator[None]:
+    """What ``manage.py check`` may ask the database: Django 6.1 runs the model checks against
+    every database, and its JSONField check asks each whether it supports JSON (a query on
+    SQLite, whose answer is cached per connection)."""
+    with django_db_blocker.unblock():
+        yield
+
+
+@pytest.fixture
 def project() -> Iterator[None]:
     installed = [*settings.INSTALLED_APPS, "taggit", "simple_history", "tests.checks_app"]
     with override_settings(INSTALLED_APPS=installed, DEFAULT_AUTO_FIELD=SWITCH):
@@ -89,9 +98,7 @@ def test_W040_leaves_django_and_installed_packages_alone(project: None) -> None:
     assert not is_installed_package(apps.get_app_config("checks_app"))
 
 
-# Django 6.1 checks JSONFields against the database, which opens it.
-@pytest.mark.django_db
-def test_W040_through_manage_py_check(project: None) -> None:
+def test_W040_through_manage_py_check(project: None, features: None) -> None:
     ids = [message.id for message in checks.run_checks()]
     assert ids.count("django_snowflake.W040") == 3
 
@@ -125,9 +132,7 @@ def test_W041_admin_mixin_on_an_integer_key(site: admin.AdminSite) -> None:
     assert "auth.User (AutoField) is not a Snowflake" in str(messages[0].msg)
 
 
-# Django 6.1 checks JSONFields against the database, which opens it.
-@pytest.mark.django_db
-def test_W041_through_manage_py_check(site: admin.AdminSite) -> None:
+def test_W041_through_manage_py_check(site: admin.AdminSite, features: None) -> None:
     site.register(User, UserAdmin)
     assert "django_snowflake.W041" in [message.id for message in checks.run_checks()]
 
@@ -181,9 +186,7 @@ def test_W042_taggit_judged_by_the_models_tagged_through_it() -> None:
         assert check_generic_relations() == []
 
 
-# Django 6.1 checks JSONFields against the database, which opens it.
-@pytest.mark.django_db
-def test_W042_through_manage_py_check(project: None) -> None:
+def test_W042_through_manage_py_check(project: None, features: None) -> None:
     ids = [message.id for message in checks.run_checks()]
     assert ids.count("django_snowflake.W042") == 3
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.connection import ConnectionProxy
 
 from .base import Database
 from .galera import Galera, node_name
@@ -31,7 +32,8 @@ def database_class(connection: BaseDatabaseWrapper) -> type[Database]:
 def database(connection: BaseDatabaseWrapper) -> Database:
     """The :class:`Database` of ``connection``: the one lookup. Kept on the connection for as
     long as its server connection lives (a Galera node is told by a query)."""
-    connection = connections[connection.alias]  # the wrapper, not django.db.connection's proxy
+    if isinstance(connection, ConnectionProxy):  # django.db.connection: its wrapper
+        connection = connections[connection.alias]
     raw = connection.connection
     cached = getattr(connection, "_snowflake_database", None)
     if cached is not None and raw is not None and cached[0] is raw:
