@@ -181,10 +181,12 @@ def clock_behind(alias: str, behind_ms: int) -> bool:
     default). A function that catches up as it draws (PostgreSQL's) is as old as the database
     is idle, which is no fault. A late clock sends
     :data:`~django_snowflake.signals.database_clock_behind`."""
-    connection = connections[alias]
-    if connection.vendor != "mysql" or behind_ms <= BEHIND_LIMIT_MS:
+    from .vendors import database_class
+
+    kind = database_class(connections[alias])
+    if not kind.moves_clock or behind_ms <= BEHIND_LIMIT_MS:
         return False
-    signals.database_clock_behind.send(type(connection), database=alias, behind_ms=behind_ms)
+    signals.database_clock_behind.send(kind, database=alias, behind_ms=behind_ms)
     return True
 
 
