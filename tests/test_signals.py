@@ -300,11 +300,13 @@ def test_signals_are_documented() -> None:
 
 
 def test_sending_to_no_receiver_costs_nothing_measurable() -> None:
-    """The generator's events on a signal nobody listens to: well under a microsecond."""
+    """The generator tells of an event only after a wait of a millisecond or more (the next
+    time unit, the clock) or a claim, never per ID: sent to no receiver, its signal costs
+    under 1% of that wait (CPU time, which the machine's load does not stretch as much)."""
     from django_snowflake.runtime import send_event
 
     facts = {"cause": "sequence", "seconds": 0.001, "generator": None}
-    started = time.perf_counter()
+    started = time.thread_time()
     for _ in range(10_000):
         send_event("generator_waited", facts)
-    assert (time.perf_counter() - started) / 10_000 < 5e-6
+    assert (time.thread_time() - started) / 10_000 < 0.01 * 0.001
