@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from harness import ROOT
-from harness.private_server import PrivateServer, free_port
+from harness.private_server import PrivateServer, free_port, running
 from harness.processes import reap
 from harness.prometheus import Prometheus, missing
 
@@ -134,13 +134,8 @@ class Shop:
 
 @pytest.fixture
 def server() -> Iterator[PrivateServer]:
-    private = PrivateServer("postgresql")
-    try:
-        private.start()
-        private.create_database("shop")
+    with running("postgresql", "shop") as private:
         yield private
-    finally:
-        private.close()
 
 
 @pytest.fixture

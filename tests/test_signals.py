@@ -24,7 +24,7 @@ from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.models import WorkerNode
 from django_snowflake.testing import driven_clock
 from harness import ROOT
-from harness.private_server import PrivateServer
+from harness.private_server import PrivateServer, running
 from harness.processes import Lines, reap
 from tests.test_failover import old_row
 
@@ -228,13 +228,8 @@ def test_database_clock_moved_and_behind() -> None:
 
 @pytest.fixture
 def server() -> Iterator[PrivateServer]:
-    private = PrivateServer(VENDOR)
-    try:
-        private.start()
-        private.create_database("signals")
+    with running(VENDOR, "signals") as private:
         yield private
-    finally:
-        private.close()
 
 
 def until(lines: Lines, wanted: Callable[[list[str]], bool], timeout: float) -> list[str]:
