@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
@@ -26,9 +26,6 @@ from django.views.decorators.cache import never_cache
 
 from . import signals
 from .layout import ms_to_datetime
-
-if TYPE_CHECKING:
-    from .generator import SnowflakeGenerator
 
 #: Not ready once the lease has less than this share of ``LEASE_SECONDS`` left. A healthy
 #: heartbeat renews every third of the lease, to three quarters of it ahead, so a lease never
@@ -92,7 +89,7 @@ def readiness() -> Readiness:
                 "claims it at the first request)."
             ),
         )
-    limit_ms = lease_limit_ms(generator)
+    limit_ms = generator.lease_limit_ms
     seconds_left: float | None = None
     if limit_ms is not None:
         seconds_left = (limit_ms - now) / 1000
@@ -119,25 +116,6 @@ def readiness() -> Readiness:
             seconds_left=seconds_left,
         )
     return Readiness(True, worker_id=lease.worker_id, seconds_left=seconds_left)
-
-
-def lease_limit_ms(generator: SnowflakeGenerator) -> int | None:
-    """When (ms since 1970) the generator stops issuing unless its lease is renewed; ``None``
-    when it holds no lease or one without end (the static allocator's)."""
-    if generator.lease is None:
-        return None
-    # The generator's own limit, which a renewal raises without a new Lease object; read
-    # without its lock: a probe or a scrape never waits for an ID.
-    limit = generator._limit
-    if limit < 0 or limit > generator.layout.max_time:
-        return None
-    return generator.layout.unit_start_ms(limit)
-
-
-def seconds_left(generator: SnowflakeGenerator) -> float | None:
-    """Seconds the generator can still issue without a renewal (:func:`lease_limit_ms`)."""
-    limit_ms = lease_limit_ms(generator)
-    return None if limit_ms is None else (limit_ms - generator.now()) / 1000
 
 
 @dataclasses.dataclass(frozen=True)

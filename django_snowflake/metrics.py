@@ -39,7 +39,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from . import signals
-from .health import clock_behind, lease_limit_ms
+from .health import clock_behind
 
 IDS_ISSUED = Counter("snowflake_ids_issued", "IDs issued by this process's generator.")
 WAITS = Counter(
@@ -108,7 +108,7 @@ def record_generator() -> None:
         if fresh > 0:
             IDS_ISSUED.inc(fresh)
             _counted["issued"] = issued
-    limit_ms = lease_limit_ms(generator)
+    limit_ms = generator.lease_limit_ms
     if limit_ms is None:
         LEASE_LIMIT.set(0)
         LEASE_LEFT.set(0)

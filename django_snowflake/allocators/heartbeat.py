@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from django.db import DatabaseError, connections
 
 from .. import signals
-from ..health import seconds_left
 from ..vendors import database_class
 from .base import THREAD_PREFIX
 
@@ -93,7 +92,7 @@ class Heartbeat:
                     exc,
                 )
                 failures += 1
-                signals.lease_renewal_failed.send(type(self), worker_id=lease.worker_id, database=self.alias, error=exc, seconds_left=seconds_left(generator))  # fmt: skip
+                signals.lease_renewal_failed.send(type(self), worker_id=lease.worker_id, database=self.alias, error=exc, seconds_left=generator.lease_seconds_left())  # fmt: skip
                 interval = min(interval, 1.0)
                 due = time.monotonic() + interval
                 continue
@@ -104,7 +103,7 @@ class Heartbeat:
                 generator.revoke(lease)
                 return
             generator.extend(lease, limit)
-            signals.lease_renewed.send(type(self), worker_id=lease.worker_id, database=self.alias, seconds_left=seconds_left(generator), late=failures > 0, failures=failures)  # fmt: skip
+            signals.lease_renewed.send(type(self), worker_id=lease.worker_id, database=self.alias, seconds_left=generator.lease_seconds_left(), late=failures > 0, failures=failures)  # fmt: skip
             failures = 0
 
 
