@@ -8,11 +8,11 @@ multiprocess mode asks: each worker writes its values to files there, and the vi
 counters of every worker and lists each live worker's gauges with a ``pid`` label
 (``child_exit`` must call ``prometheus_client.multiprocess.mark_process_dead``).
 
-Nothing here runs per ID. The IDs issued are read from the generator's own count
-(:attr:`~django_snowflake.generator.SnowflakeGenerator.issued`) at every claim and renewal
-and at a scrape; the waits and clock steps come from the generator's signals, which it sends
-after releasing its lock; the lease's limit from the allocator's signals, on its heartbeat
-thread; the database clocks are read at a scrape.
+Nothing here runs per ID, nor per wait. The IDs issued and the waits are read from the
+generator's own counts (:attr:`~django_snowflake.generator.SnowflakeGenerator.issued` and
+``waits``) at every claim, renewal and failed renewal and at a scrape; clock steps come from
+the generator's signal, which it sends after releasing its lock; the lease's limit from the
+allocator's signals, on its heartbeat thread; the database clocks are read at a scrape.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ DATABASE_CLOCK_MOVES = Counter(
 
 #: Per process: the generator last read and how many of its IDs were counted already.
 _state_lock = threading.Lock()
-_counted: dict[str, Any] = {"generator": None, "issued": 0}
+_counted: dict[str, Any] = {"generator": None, "issued": 0, "waits": {}}
 
 
 def record_generator() -> None:
@@ -101,13 +101,18 @@ def record_generator() -> None:
     if generator is None:
         return
     with _state_lock:
-        issued = generator.issued
         if _counted["generator"] is not generator:
-            _counted["generator"], _counted["issued"] = generator, 0
-        fresh = issued - _counted["issued"]
-        if fresh > 0:
-            IDS_ISSUED.inc(fresh)
+            _counted.update(generator=generator, issued=0, waits={})
+        issued = generator.issued
+        if issued > _counted["issued"]:
+            IDS_ISSUED.inc(issued - _counted["issued"])
             _counted["issued"] = issued
+        for cause, (count, seconds) in generator.waits.items():
+            before = _counted["waits"].get(cause, (0, 0.0))
+            if count > before[0]:
+                WAITS.labels(cause).inc(count - before[0])
+                WAIT_SECONDS.labels(cause).inc(seconds - before[1])
+                _counted["waits"][cause] = (count, seconds)
     limit_ms = generator.lease_limit_ms
     if limit_ms is None:
         LEASE_LIMIT.set(0)
@@ -144,11 +149,6 @@ def _failover(**kwargs: Any) -> None:
     FAILOVERS.inc()
 
 
-def _waited(*, cause: str, seconds: float, **kwargs: Any) -> None:
-    WAITS.labels(cause).inc()
-    WAIT_SECONDS.labels(cause).inc(seconds)
-
-
 def _stepped_back(*, action: str, **kwargs: Any) -> None:
     CLOCK_STEPS_BACK.labels(action).inc()
 
@@ -163,7 +163,6 @@ RECEIVERS = (
     (signals.lease_renewal_failed, _renewal_failed),
     (signals.lease_lost, _lost),
     (signals.failover_seen, _failover),
-    (signals.generator_waited, _waited),
     (signals.clock_moved_backwards, _stepped_back),
     (signals.database_clock_moved, _clock_moved),
 )
