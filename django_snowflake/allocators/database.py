@@ -619,10 +619,12 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
 
     def _forget(self, lease: Lease) -> None:
         with self._state:
-            if self._lease is lease:
+            lost = self._lease is lease
+            if lost:
                 self._pk = self._token = self._lease = None
                 self._lost_worker_id = lease.worker_id
-        signals.lease_lost.send(type(self), worker_id=lease.worker_id, database=self.alias)
+        if lost:
+            signals.lease_lost.send(type(self), worker_id=lease.worker_id, database=self.alias)
 
     def _release(self, high: int) -> None:
         pk = self._pk
