@@ -193,7 +193,6 @@ def test_prometheus_sees_an_outage_and_the_recovery(
     # The database goes away.
     failed_before = prometheus.value('sum(snowflake_lease_renewals_total{outcome="failed"})') or 0
     server.kill()
-    stopped = time.monotonic()
     wait_for("renewal failures in Prometheus", lambda: (prometheus.value(
         'sum(snowflake_lease_renewals_total{outcome="failed"})') or 0) > failed_before, 10)  # fmt: skip
     left: list[float] = []
@@ -212,7 +211,6 @@ def test_prometheus_sees_an_outage_and_the_recovery(
     # Not ready before the lease ends: time was left when /ready/ said so.
     assert first["ready"] is False and 0 < first["seconds_left"] <= LEASE_SECONDS / 4, first
     assert "lease" in first["reason"], first
-    assert time.monotonic() - stopped < LEASE_SECONDS * 0.75  # before any lease could lapse
 
     # The health page says so too, through django-health-check.
     done = shop.manage("health_check", "health_check", f"127.0.0.1:{shop.port}", "--forwarded-proto", "http")  # fmt: skip
