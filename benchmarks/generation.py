@@ -2,14 +2,17 @@
 
 Each variant runs the same loop (``for _ in range(n): function()``) so loop overhead is
 shared; the ratios are taken per round (paired), then summarised over the rounds.
+``generate()`` and ``generate_many()`` run twice in each round, with the Prometheus metrics
+off and on (``django_snowflake.metrics.install()``: its receivers connected), side by side.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import django_snowflake
@@ -59,6 +62,18 @@ def batch_rate(batches: int) -> float:
     for _ in range(batches):
         generate_many(BATCH)
     return batches * BATCH / (time.perf_counter() - started)
+
+
+@contextlib.contextmanager
+def metrics_on() -> Iterator[None]:
+    """The Prometheus metrics installed for the block (the ``prometheus`` extra)."""
+    from django_snowflake import metrics
+
+    metrics.install()
+    try:
+        yield
+    finally:
+        metrics.uninstall()
 
 
 def check_correctness(threads: int = 4, per_thread: int = 50_000) -> None:
@@ -120,15 +135,21 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
     rates: dict[str, list[float]] = {}
     cpu_per_call: dict[str, list[float]] = {}
     many: list[float] = []
-    jobs = [(name, threads) for threads in THREADS for name in variants] + [("many", 0)]
+    many_metrics: list[float] = []
+    jobs = [(name, threads) for threads in THREADS for name in [*variants, "generate+metrics"]]
+    jobs += [("many", 0), ("many+metrics", 0)]
     for round_number in range(rounds):
         for name, threads in rotated(jobs, round_number):
-            if name == "many":
-                many.append(batch_rate(batches))
-            else:
-                cpu = cpu_per_call.setdefault(f"{name}@{threads}", [])
-                rate = calls_per_second(variants[name], threads, calls, cpu)
-                rates.setdefault(f"{name}@{threads}", []).append(rate)
+            with metrics_on() if name.endswith("+metrics") else contextlib.nullcontext():
+                if name == "many":
+                    many.append(batch_rate(batches))
+                elif name == "many+metrics":
+                    many_metrics.append(batch_rate(batches))
+                else:
+                    cpu = cpu_per_call.setdefault(f"{name}@{threads}", [])
+                    function = variants[name.removesuffix("+metrics")]
+                    rate = calls_per_second(function, threads, calls, cpu)
+                    rates.setdefault(f"{name}@{threads}", []).append(rate)
         log(
             f"generation round {round_number + 1}/{rounds}: generate "
             f"{rates['generate@1'][-1]:,.0f}/s, naive {rates['naive@1'][-1]:,.0f}/s, "
@@ -151,6 +172,15 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
         }
     )
     ratios["generate_many/limit"] = [rate / limit for rate in many]
+    # The metrics on against off, and against the layout's limit.
+    ratios["generate_many+metrics/limit"] = [rate / limit for rate in many_metrics]
+    for threads in THREADS:
+        on, off = rates[f"generate+metrics@{threads}"], rates[f"generate@{threads}"]
+        ratios[f"generate+metrics/generate@{threads}"] = [
+            a / b for a, b in zip(on, off, strict=True)
+        ]
+        ratios[f"generate+metrics/limit@{threads}"] = [rate / limit for rate in on]
+        ratios[f"generate/limit@{threads}"] = [rate / limit for rate in off]
     ratios["cpu: naive/generate@1"] = [
         n / g for n, g in zip(cpu_per_call["naive@1"], cpu_per_call["generate@1"], strict=True)
     ]
@@ -165,6 +195,7 @@ def run(rounds: int, calls: int, batches: int) -> dict[str, Any]:
             key: summary([v * 1e9 for v in values]) for key, values in cpu_per_call.items()
         },
         "generate_many": summary(many),
+        "generate_many+metrics": summary(many_metrics),
         "ratios": {key: summary(values) for key, values in ratios.items()},
         "queries_after_claim": queries_per_id(100_000),
     }

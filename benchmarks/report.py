@@ -89,6 +89,30 @@ def targets(results: dict[str, Any]) -> list[Target]:
                 "{:.0%}",
             ),
         ]
+        if "generate+metrics/limit@1" in ratios:  # runs since the metrics (issue 33)
+            rows += [
+                at_least(
+                    "generate(), 1 thread, vs the layout's limit: metrics off",
+                    ratios["generate/limit@1"],
+                    0.95,
+                    "{:.1%}",
+                    "{:.0%}",
+                ),
+                at_least(
+                    "the same with the Prometheus metrics on",
+                    ratios["generate+metrics/limit@1"],
+                    0.95,
+                    "{:.1%}",
+                    "{:.0%}",
+                ),
+                at_least(
+                    "generate_many(10_000) with the metrics on vs the layout's limit",
+                    ratios["generate_many+metrics/limit"],
+                    0.95,
+                    "{:.1%}",
+                    "{:.0%}",
+                ),
+            ]
         queries = generation["queries_after_claim"]
         rows.append(
             (

@@ -57,9 +57,13 @@ def generate() -> int:
         value = next(ids, 0)
         if value and generator._ids is ids:
             return value
-    with generator._lock:
-        if not generator.closed:
-            return generator._next_slow()
+    try:
+        with generator._lock:
+            if not generator.closed:
+                return generator._next_slow()
+    finally:
+        if generator._events:  # what it saw inside the ID, told once the lock is released
+            generator._report()
     # A reset closed the generator read above: its successor issues.
     return get_generator().next_id()
 

@@ -43,6 +43,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.backends.signals import connection_created
 
+from . import signals
 from .vendors import database, database_class
 from .vendors.base import FUNCTION, is_database_keyed
 
@@ -264,7 +265,8 @@ def move_database_clocks() -> bool:
         if not database_class(connection).moves_clock:
             continue
         try:
-            database(connection).move_clock(layout)
+            if how := database(connection).move_clock(layout):
+                signals.database_clock_moved.send(database_class(connection), database=connection.alias, how=how)  # fmt: skip
         except DatabaseError:
             failed = True
         finally:

@@ -97,6 +97,9 @@ class SnowflakeGenerator:
     ``rollback`` is one of :data:`POLICIES`, bounded by ``max_rollback_ms``.
     ``on_clock_sequence(value)`` is called with each new clock-sequence value before any ID
     uses it (the ``clock_sequence`` policy); if it raises, no ID is issued.
+    ``on_event(name, facts)`` hears of what happened inside an ID (``"generator_waited"``,
+    ``"clock_moved_backwards"``, with ``facts`` as :mod:`django_snowflake.signals` documents
+    them), called after the generator released its lock, on the thread of that ID.
 
     Raises ``ValueError`` for a worker or datacenter ID outside the layout, an unknown policy,
     or the ``clock_sequence`` policy on a layout without clock-sequence bits.
@@ -115,6 +118,7 @@ class SnowflakeGenerator:
         clock_sequence: int = 0,
         on_clock_sequence: Callable[[int], object] | None = None,
         lease_source: LeaseSource | None = None,
+        on_event: Callable[[str, dict[str, object]], object] | None = None,
     ) -> None:
         if rollback not in POLICIES:
             raise ValueError(f"Unknown rollback policy {rollback!r}; choose one of {POLICIES}")
@@ -132,6 +136,10 @@ class SnowflakeGenerator:
         self._clock = clock or system_clock
         self._sleep = sleep or precise_sleep
         self._on_clock_sequence = on_clock_sequence
+        self._on_event = on_event
+        # Events noted under the lock, for _report() once it is released.
+        self._events: list[tuple[str, dict[str, object]]] = []
+        self._stepped_from = -1  # the _high of the last step back noted: once per step
         self.lease_source = lease_source
         self._owner_pid = os.getpid()
         # The process this state belongs to: the fork hook moves it to the child.
@@ -165,6 +173,15 @@ class SnowflakeGenerator:
         # state; _window_end == 0 means closed.
         self._window_start = self._window_end = 0
         self._ids = _SPENT
+        # IDs issued: _issued counts those of the slow path and of closed windows; _armed is
+        # how many the open window's iterator held when it was armed (see issued).
+        self._issued = 0
+        self._armed = 0
+        # Waits inside IDs: cause -> [count, seconds] (see waits); every key there from the
+        # start, so that a reader without the lock never sees the dict grow.
+        self._waits: dict[str, list[float]] = {
+            cause: [0, 0.0] for cause in ("sequence", "clock", "lease")
+        }
         self._limit = -1  # issue only time units below this
         # _issue() takes units above _high directly only below _bound: _limit once the
         # lease's first unit is started; -1 in test mode, where every unit is entered
@@ -207,6 +224,39 @@ class SnowflakeGenerator:
     def test_mode(self) -> bool:
         """Whether the generator keeps what it used, for clocks that tests move."""
         return self._used is not None
+
+    @property
+    def issued(self) -> int:
+        """How many IDs this generator issued (what the metrics count), read without the lock:
+        while another thread issues, a value a few IDs off. Counted per slow-path ID and per
+        fast-path window as it closes, never per fast-path ID (the window's progress is what
+        its iterator no longer holds); an ID that a thread drops in a race with the window's
+        closing (rule 4 above :meth:`next_id`) is spent, never issued again, and counted."""
+        ids, armed, issued = self._ids, self._armed, self._issued
+        if ids is _SPENT:
+            return issued
+        return issued + armed - operator.length_hint(ids)
+
+    @property
+    def waits(self) -> dict[str, tuple[int, float]]:
+        """The waits inside IDs so far, by cause (``"sequence"``, ``"clock"``, ``"lease"``):
+        how many and their seconds (what the metrics count, as :attr:`issued`)."""
+        return {cause: (int(count), total) for cause, (count, total) in self._waits.items()}
+
+    @property
+    def lease_limit_ms(self) -> int | None:
+        """When (ms since 1970) this generator stops issuing unless its lease is extended;
+        ``None`` without a lease, or under one without end (the static allocator's). Read
+        without the lock, so that a probe or a scrape never waits for an ID."""
+        limit = self._limit  # raised by extend() without a new Lease object
+        if self.lease is None or limit < 0 or limit > self._max_time:
+            return None
+        return self.layout.unit_start_ms(limit)
+
+    def lease_seconds_left(self) -> float | None:
+        """Seconds until :attr:`lease_limit_ms` by the generator's clock (``None``: no end)."""
+        limit_ms = self.lease_limit_ms
+        return None if limit_ms is None else (limit_ms - self.now()) / 1000
 
     def used_time(self) -> UsedTime:
         """What this generator used in its slot (outside test mode: one spent span, from
@@ -323,8 +373,12 @@ class SnowflakeGenerator:
             value = next(ids, 0)
             if value and self._ids is ids:
                 return value
-        with self._lock:
-            return self._next_slow()
+        try:
+            with self._lock:
+                return self._next_slow()
+        finally:
+            if self._events:
+                self._report()
 
     def next_ids(self, n: int) -> list[int]:
         """Return ``n`` strictly increasing IDs, taken under one lock acquisition.
@@ -347,7 +401,10 @@ class SnowflakeGenerator:
                 if take > 0:
                     ids.extend(range(first + 1, first + 1 + take))
                     self._seq += take
+            self._issued += len(ids)
             self._arm()
+        if self._events:
+            self._report()
         if reordered:
             ids.sort()
         return ids
@@ -356,8 +413,22 @@ class SnowflakeGenerator:
         """Every case the fast path does not cover; called with the lock held."""
         self._disarm()
         value = self._issue()
+        self._issued += 1
         self._arm()
         return value
+
+    def _note(self, name: str, **facts: object) -> None:
+        """Keep an event for :meth:`_report` (lock held); nothing without ``on_event``."""
+        if self._on_event is not None:
+            facts["generator"] = self
+            self._events.append((name, facts))
+
+    def _report(self) -> None:
+        """Hand the events noted to ``on_event``, the lock released (an ID's caller or a
+        receiver of it may itself ask for an ID)."""
+        events, self._events = self._events, []
+        for name, facts in events:
+            self._on_event(name, facts)  # type: ignore[misc]
 
     def _disarm(self) -> None:
         """Fold the fast path's progress into ``_seq`` and close its window (lock held)."""
@@ -365,7 +436,9 @@ class SnowflakeGenerator:
             # Swap, then count (rule 4 above next_id).
             ids, self._ids = self._ids, _SPENT
             self._window_start = self._window_end = 0
-            self._seq = self._max_seq - operator.length_hint(ids)
+            left = operator.length_hint(ids)
+            self._seq = self._max_seq - left
+            self._issued += self._armed - left
 
     def _arm(self) -> None:
         """Open the fast path's window on unit ``_last`` if it has sequence left (lock held).
@@ -373,6 +446,7 @@ class SnowflakeGenerator:
         Only on the system clock: an injected clock is read by the slow path alone.
         """
         if _GIL and self._clock is system_clock and self._seq < self._max_seq:
+            self._armed = self._max_seq - self._seq
             self._ids = iter(range(self._base + self._seq + 1, self._base + self._max_seq + 1))
             self._window_start = self._last * self._unit_ns + self._epoch_ns
             self._window_end = self._window_start + self._unit_ns
@@ -383,7 +457,7 @@ class SnowflakeGenerator:
             self._refuse_hookless_fork()
         while True:
             if self.lease is None:
-                self._acquire()
+                self._acquire_inside_id()
             now = self._clock()
             t = (now - self._epoch) // self._unit
             if t < 0 or t > self._max_time:
@@ -393,7 +467,7 @@ class SnowflakeGenerator:
             if t > self._high:
                 if t >= self._bound:
                     if t >= self._limit:
-                        self._acquire()
+                        self._acquire_inside_id()
                         continue
                     self._entry = t
                     issued = self._enter(t)
@@ -445,7 +519,7 @@ class SnowflakeGenerator:
             )
         if u >= self._limit:
             self._last, self._seq = -1, self._max_seq
-            self._acquire()  # renews the limit, or raises
+            self._acquire_inside_id()  # renews the limit, or raises
             return None
         seq = used.units.pop(u, -1)
         self._high = max(self._high, u)
@@ -486,7 +560,7 @@ class SnowflakeGenerator:
             target = next_start - self.max_rollback_ms
         else:
             target = self.layout.unit_start_ms(self._last + 1)
-        self._wait_until(target, now)
+        self._wait_until(target, now, "sequence")
         if self._used is not None and self._clock is system_clock and self._clock() < target:
             # The system clock did not move while we slept: frozen (freezegun, time-machine
             # with tick=False). The next unit would never come; take it, as a logical clock.
@@ -507,6 +581,7 @@ class SnowflakeGenerator:
         policy, ring = self.rollback, self._ring
         if ring is not None:  # the ring policy
             if t > self._floor and self._high - t < ring.size and t < self._limit:
+                self._stepped(behind, "ring")
                 ring.note(self._last, self._seq)
                 if self._used is not None:
                     self._used.note(self._last, self._seq)
@@ -518,12 +593,14 @@ class SnowflakeGenerator:
             policy = "wait"  # a unit of a previous holder, of which it has no record
         elif policy == "borrow":
             if behind <= self.max_rollback_ms:
+                self._stepped(behind, "borrowed")
                 if self._seq < self._max_seq:
                     self._seq += 1
                     return self._base | self._seq
                 return self._exhausted(now)
         elif policy == "clock_sequence":
             if self.clock_sequence < self.layout.max_clock_sequence:
+                self._stepped(behind, "clock_sequence")
                 self._set_clock_sequence(self.clock_sequence + 1)
                 self._active_lo = min(self._active_lo, t)
                 self._high = self._last = t - 1
@@ -531,19 +608,47 @@ class SnowflakeGenerator:
                 return None
             policy = "wait"  # every clock-sequence value is spent
         if policy == "wait" and behind <= self.max_rollback_ms:
-            self._wait_until(self.layout.unit_start_ms(self._last), now)
+            self._stepped(behind, "waited")
+            self._wait_until(self.layout.unit_start_ms(self._last), now, "clock")
             return None
+        self._stepped(behind, "raised")
         raise ClockMovedBackwards(
             behind, policy=self.rollback, max_rollback_ms=self.max_rollback_ms
         )
 
-    def _wait_until(self, target_ms: int, now: int) -> None:
+    def _stepped(self, behind: int, action: str) -> None:
+        """Note a step back of the clock by ``behind`` ms and the ``action`` taken, once per
+        step (not once per ID while the clock is behind)."""
+        if self._stepped_from != self._high:
+            self._stepped_from = self._high
+            self._note(
+                "clock_moved_backwards", behind_ms=behind, policy=self.rollback, action=action
+            )
+
+    def _wait_until(self, target_ms: int, now: int, cause: str) -> None:
         if self._clock is system_clock:
             # ``now`` is truncated to the millisecond: sleeping ``target_ms - now`` would
             # overshoot the boundary by up to a whole unit, idle time lost to a batch.
-            self._sleep(max(target_ms * 1_000_000 - time.time_ns(), 1_000) / 1e9)
+            seconds = max(target_ms * 1_000_000 - time.time_ns(), 1_000) / 1e9
         else:
-            self._sleep(max(target_ms - now, 1) / 1000)
+            seconds = max(target_ms - now, 1) / 1000
+        self._sleep(seconds)
+        self._waited(cause, seconds)
+
+    def _acquire_inside_id(self) -> None:
+        """:meth:`_acquire` for an ID that cannot go on without a lease: a wait, counted."""
+        started = time.perf_counter()
+        try:
+            self._acquire()
+        finally:
+            self._waited("lease", time.perf_counter() - started)
+
+    def _waited(self, cause: str, seconds: float) -> None:
+        """Count a wait inside an ID and note it for ``on_event`` (lock held)."""
+        counted = self._waits[cause]
+        counted[0] += 1
+        counted[1] += seconds
+        self._note("generator_waited", cause=cause, seconds=seconds)
 
     def _set_clock_sequence(self, value: int) -> None:
         if self._on_clock_sequence is not None:

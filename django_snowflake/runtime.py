@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import logging
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -22,7 +23,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
-from . import conf
+from . import conf, signals
 from .allocators.base import BaseAllocator, on_allocator_thread
 from .generator import SnowflakeGenerator
 
@@ -34,6 +35,7 @@ _generator: SnowflakeGenerator | None = None
 _validator: Validator | None = None
 # The validator's verdict on the current settings; None until asked, and after they change.
 _errors: tuple[str, ...] | None = None
+logger = logging.getLogger("django_snowflake")
 
 
 def configure(validator: Validator, *, claim: bool = False) -> None:
@@ -128,6 +130,7 @@ def build() -> SnowflakeGenerator:
             rollback=values["CLOCK_ROLLBACK"],
             max_rollback_ms=values["MAX_ROLLBACK_MS"],
             on_clock_sequence=allocator.persist_clock_sequence,
+            on_event=send_event,
         )
     except ImproperlyConfigured:
         raise
@@ -138,6 +141,15 @@ def build() -> SnowflakeGenerator:
             f"The Snowflake generator could not be built from SNOWFLAKE: {exc} Run `python "
             "manage.py check` for the details and hints."
         ) from exc
+
+
+def send_event(name: str, facts: dict[str, Any]) -> None:
+    """The generator's events, as the signals of the same name (``generator_waited``,
+    ``clock_moved_backwards``). A receiver that raises is logged: the ID was issued."""
+    signal = getattr(signals, name)
+    for heard_by, result in signal.send_robust(sender=SnowflakeGenerator, **facts):
+        if isinstance(result, Exception):
+            logger.error("Receiver %r of %s raised", heard_by, name, exc_info=result)
 
 
 def get_generator() -> SnowflakeGenerator:

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +153,19 @@ class PrivateServer:
         with contextlib.suppress(subprocess.CalledProcessError):  # already stopped
             self.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running(vendor: str, database: str) -> Iterator[PrivateServer]:
+    """A :class:`PrivateServer` of ``vendor``, started, with an empty ``database``; closed
+    (stopped and deleted) after the block."""
+    private = PrivateServer(vendor)
+    try:
+        private.start()
+        private.create_database(database)
+        yield private
+    finally:
+        private.close()
 
 
 class Servers:

@@ -20,7 +20,7 @@ import pytest
 
 from django_snowflake.layout import BitLayout
 from harness import ROOT
-from harness.private_server import PrivateServer
+from harness.private_server import PrivateServer, running
 from harness.processes import expect_line, read_ids, reap
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
@@ -30,13 +30,8 @@ servers_only = pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no serv
 
 @pytest.fixture
 def server() -> Iterator[PrivateServer]:
-    private = PrivateServer(VENDOR)
-    try:
-        private.start()
-        private.create_database("outage")
+    with running(VENDOR, "outage") as private:
         yield private
-    finally:
-        private.close()
 
 
 def start_worker(env: dict[str, str], tmp_path: Path) -> subprocess.Popen[str]:

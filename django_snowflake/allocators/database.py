@@ -36,6 +36,7 @@ from django.db.models import Case, F, When
 from django.db.models.functions import Greatest, Now
 from django.utils.translation import gettext_lazy as _
 
+from .. import signals
 from ..exceptions import (
     ClockOffsetTooLarge,
     LayoutMismatch,
@@ -193,7 +194,7 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
 
     def acquire(self, generator: SnowflakeGenerator) -> Lease:
         self._generator = weakref.ref(generator)
-        started = time.perf_counter()
+        started, token = time.perf_counter(), self._token
         try:
             lease = self._run(lambda: self._renewed_lease(generator) or self._claim(generator))
         except NoWorkerAvailable as exc:
@@ -218,6 +219,8 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
                 WorkerLeaseLost.DATABASE_BLOCKED, database=self.alias, error=exc
             ) from exc
         self.claim_seconds = time.perf_counter() - started
+        if self._token != token:  # a slot claimed, not the lease held renewed
+            signals.lease_claimed.send(type(self), worker_id=lease.worker_id, datacenter_id=lease.datacenter_id, database=self.alias, seconds=self.claim_seconds)  # fmt: skip
         self._start_heartbeat()
         return lease
 
@@ -616,9 +619,12 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
 
     def _forget(self, lease: Lease) -> None:
         with self._state:
-            if self._lease is lease:
+            lost = self._lease is lease
+            if lost:
                 self._pk = self._token = self._lease = None
                 self._lost_worker_id = lease.worker_id
+        if lost:
+            signals.lease_lost.send(type(self), worker_id=lease.worker_id, database=self.alias)
 
     def _release(self, high: int) -> None:
         pk = self._pk

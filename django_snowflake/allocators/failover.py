@@ -13,6 +13,7 @@ from django.db import DatabaseError, connections
 from django.db.models import Min
 from django.db.models.functions import Now
 
+from .. import signals
 from ..exceptions import WorkerLeaseLost
 from ..generator import Lease
 from ..layout import ms_to_datetime
@@ -135,6 +136,7 @@ class FailoverHold:
         if resume_floor < 0:
             return lease
         self._failover_hold = (lease, resume_floor, database_incarnation(self.alias))
+        signals.failover_seen.send(type(self), database=self.alias, incarnation=self._failover_hold[2], worker_id=lease.worker_id, resume_at=ms_to_datetime(self.layout.unit_start_ms(resume_floor + 1)))  # fmt: skip
         self._wait_for_failover(generator)
         return lease
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.db import DatabaseError, connections
 
+from .. import signals
 from ..vendors import database_class
 from .base import THREAD_PREFIX
 
@@ -63,6 +64,7 @@ class Heartbeat:
         # back with its claim, not a second later. The lease is renewed when due.
         clocks = any(database_class(connection).moves_clock for connection in connections.all())
         tick = 0.0
+        failures = 0  # renewals failed in a row
         while not self._stop.wait(
             min(tick, due - time.monotonic()) if clocks else due - time.monotonic()
         ):
@@ -89,6 +91,8 @@ class Heartbeat:
                     "Worker lease renewal failed (retrying each second): %s",
                     exc,
                 )
+                failures += 1
+                signals.lease_renewal_failed.send(type(self), worker_id=lease.worker_id, database=self.alias, error=exc, seconds_left=generator.lease_seconds_left())  # fmt: skip
                 interval = min(interval, 1.0)
                 due = time.monotonic() + interval
                 continue
@@ -99,6 +103,8 @@ class Heartbeat:
                 generator.revoke(lease)
                 return
             generator.extend(lease, limit)
+            signals.lease_renewed.send(type(self), worker_id=lease.worker_id, database=self.alias, seconds_left=generator.lease_seconds_left(), late=failures > 0, failures=failures)  # fmt: skip
+            failures = 0
 
 
 def _move_clocks() -> bool:

@@ -1,6 +1,9 @@
 """Settings of the example shop: SQLite, every model keyed by Snowflake IDs.
 
-``EXAMPLE_DB`` names another SQLite file (the tests use a temporary one).
+``EXAMPLE_DB`` names another SQLite file (the tests use a temporary one);
+``EXAMPLE_POSTGRES`` (``host:port/name``) a PostgreSQL database instead, as user
+``postgres``; ``EXAMPLE_LEASE_SECONDS`` another LEASE_SECONDS (the monitoring test's short
+leases).
 """
 
 from __future__ import annotations
@@ -23,6 +26,11 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "django_snowflake",
+    # Prometheus metrics (the prometheus extra), served at /metrics (config/urls.py).
+    "django_snowflake.metrics.MetricsConfig",
+    # django-health-check (the health extra): /health/ lists the package's checks with the
+    # database's, and `manage.py health_check health_check` asks a running server.
+    "health_check",
     "shop",
 ]
 
@@ -66,13 +74,31 @@ DATABASES = {
         "OPTIONS": {"timeout": 20},
     }
 }
+if os.environ.get("EXAMPLE_POSTGRES"):
+    address, _, name = os.environ["EXAMPLE_POSTGRES"].partition("/")
+    host, _, port = address.partition(":")
+    DATABASES["default"] = {
+        "ENGINE": "django.db.backends.postgresql",
+        "HOST": host,
+        "PORT": port,
+        "NAME": name,
+        "USER": "postgres",
+        # A probe or a request fails in 3 s while the database is away, not after the
+        # system's TCP timeout.
+        "OPTIONS": {"connect_timeout": 3},
+    }
 
 # One line gives every model of the project Snowflake keys (shop.Order and shop.OrderItem
 # also show the other way, SnowflakeModel).
 DEFAULT_AUTO_FIELD = "django_snowflake.fields.SnowflakeAutoField"
 
-# The defaults: the twitter layout, worker IDs leased through the WorkerNode table.
-SNOWFLAKE = {"PROCESS_LABEL": "web"}
+# The defaults: the twitter layout, worker IDs leased through the WorkerNode table. Each
+# process claims its slot at its first request, so the readiness probe (/ready/) finds it held.
+SNOWFLAKE = {
+    "PROCESS_LABEL": "web",
+    "CLAIM_ON_READY": True,
+    "LEASE_SECONDS": int(os.environ.get("EXAMPLE_LEASE_SECONDS", 60)),
+}
 
 LANGUAGE_CODE = "en-us"
 # The languages django_snowflake ships translations for.
