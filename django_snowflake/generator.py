@@ -29,16 +29,17 @@ import os
 import sys
 import threading
 import time
-import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Protocol
 
 from .exceptions import ClockMovedBackwards, ClockOutsideLifespan, GeneratorClosed, WorkerLeaseLost
+from .forking import LIVE, Forkable
 from .layout import BitLayout
 from .leases import Lease as Lease
 from .leases import Ring
 from .leases import UsedTime as UsedTime
 from .leases import fake_time_loaded as fake_time_loaded
+from .observing import SPENT, Observed
 
 Clock = Callable[[], int]
 Sleep = Callable[[float], None]
@@ -49,7 +50,6 @@ POLICIES = ("raise", "wait", "borrow", "clock_sequence", "ring")
 # other thread can interleave while the GIL is held. A free-threaded interpreter gives no
 # such guarantee, so there every ID takes the lock.
 _GIL = getattr(sys, "_is_gil_enabled", lambda: True)()
-_SPENT: Iterator[int] = iter(())
 
 
 def system_clock() -> int:
@@ -77,18 +77,7 @@ class LeaseSource(Protocol):
         ...
 
 
-_live_generators: weakref.WeakSet[SnowflakeGenerator] = weakref.WeakSet()
-
-
-def _reset_generators_after_fork() -> None:
-    for generator in list(_live_generators):
-        generator._after_fork_in_child()
-
-
-os.register_at_fork(after_in_child=_reset_generators_after_fork)
-
-
-class SnowflakeGenerator:
+class SnowflakeGenerator(Forkable, Observed):
     """Issues unique, time-ordered 64-bit IDs for one worker slot at a time.
 
     Give either ``worker_id`` (a fixed slot, for scripts and tests) or ``lease_source`` (an
@@ -136,10 +125,7 @@ class SnowflakeGenerator:
         self._clock = clock or system_clock
         self._sleep = sleep or precise_sleep
         self._on_clock_sequence = on_clock_sequence
-        self._on_event = on_event
-        # Events noted under the lock, for _report() once it is released.
-        self._events: list[tuple[str, dict[str, object]]] = []
-        self._stepped_from = -1  # the _high of the last step back noted: once per step
+        self._watched_by(on_event)
         self.lease_source = lease_source
         self._owner_pid = os.getpid()
         # The process this state belongs to: the fork hook moves it to the child.
@@ -172,16 +158,7 @@ class SnowflakeGenerator:
         # _disarm() folds its progress back into _seq before anything else touches the
         # state; _window_end == 0 means closed.
         self._window_start = self._window_end = 0
-        self._ids = _SPENT
-        # IDs issued: _issued counts those of the slow path and of closed windows; _armed is
-        # how many the open window's iterator held when it was armed (see issued).
-        self._issued = 0
-        self._armed = 0
-        # Waits inside IDs: cause -> [count, seconds] (see waits); every key there from the
-        # start, so that a reader without the lock never sees the dict grow.
-        self._waits: dict[str, list[float]] = {
-            cause: [0, 0.0] for cause in ("sequence", "clock", "lease")
-        }
+        self._ids = SPENT
         self._limit = -1  # issue only time units below this
         # _issue() takes units above _high directly only below _bound: _limit once the
         # lease's first unit is started; -1 in test mode, where every unit is entered
@@ -203,7 +180,7 @@ class SnowflakeGenerator:
             self._install(
                 Lease(worker_id, datacenter_id=datacenter_id, clock_sequence=clock_sequence)
             )
-        _live_generators.add(self)
+        LIVE.add(self)
 
     # Public state, for show_worker and the allocators.
 
@@ -224,39 +201,6 @@ class SnowflakeGenerator:
     def test_mode(self) -> bool:
         """Whether the generator keeps what it used, for clocks that tests move."""
         return self._used is not None
-
-    @property
-    def issued(self) -> int:
-        """How many IDs this generator issued (what the metrics count), read without the lock:
-        while another thread issues, a value a few IDs off. Counted per slow-path ID and per
-        fast-path window as it closes, never per fast-path ID (the window's progress is what
-        its iterator no longer holds); an ID that a thread drops in a race with the window's
-        closing (rule 4 above :meth:`next_id`) is spent, never issued again, and counted."""
-        ids, armed, issued = self._ids, self._armed, self._issued
-        if ids is _SPENT:
-            return issued
-        return issued + armed - operator.length_hint(ids)
-
-    @property
-    def waits(self) -> dict[str, tuple[int, float]]:
-        """The waits inside IDs so far, by cause (``"sequence"``, ``"clock"``, ``"lease"``):
-        how many and their seconds (what the metrics count, as :attr:`issued`)."""
-        return {cause: (int(count), total) for cause, (count, total) in self._waits.items()}
-
-    @property
-    def lease_limit_ms(self) -> int | None:
-        """When (ms since 1970) this generator stops issuing unless its lease is extended;
-        ``None`` without a lease, or under one without end (the static allocator's). Read
-        without the lock, so that a probe or a scrape never waits for an ID."""
-        limit = self._limit  # raised by extend() without a new Lease object
-        if self.lease is None or limit < 0 or limit > self._max_time:
-            return None
-        return self.layout.unit_start_ms(limit)
-
-    def lease_seconds_left(self) -> float | None:
-        """Seconds until :attr:`lease_limit_ms` by the generator's clock (``None``: no end)."""
-        limit_ms = self.lease_limit_ms
-        return None if limit_ms is None else (limit_ms - self.now()) / 1000
 
     def used_time(self) -> UsedTime:
         """What this generator used in its slot (outside test mode: one spent span, from
@@ -417,24 +361,11 @@ class SnowflakeGenerator:
         self._arm()
         return value
 
-    def _note(self, name: str, **facts: object) -> None:
-        """Keep an event for :meth:`_report` (lock held); nothing without ``on_event``."""
-        if self._on_event is not None:
-            facts["generator"] = self
-            self._events.append((name, facts))
-
-    def _report(self) -> None:
-        """Hand the events noted to ``on_event``, the lock released (an ID's caller or a
-        receiver of it may itself ask for an ID)."""
-        events, self._events = self._events, []
-        for name, facts in events:
-            self._on_event(name, facts)  # type: ignore[misc]
-
     def _disarm(self) -> None:
         """Fold the fast path's progress into ``_seq`` and close its window (lock held)."""
         if self._window_end:
             # Swap, then count (rule 4 above next_id).
-            ids, self._ids = self._ids, _SPENT
+            ids, self._ids = self._ids, SPENT
             self._window_start = self._window_end = 0
             left = operator.length_hint(ids)
             self._seq = self._max_seq - left
@@ -616,15 +547,6 @@ class SnowflakeGenerator:
             behind, policy=self.rollback, max_rollback_ms=self.max_rollback_ms
         )
 
-    def _stepped(self, behind: int, action: str) -> None:
-        """Note a step back of the clock by ``behind`` ms and the ``action`` taken, once per
-        step (not once per ID while the clock is behind)."""
-        if self._stepped_from != self._high:
-            self._stepped_from = self._high
-            self._note(
-                "clock_moved_backwards", behind_ms=behind, policy=self.rollback, action=action
-            )
-
     def _wait_until(self, target_ms: int, now: int, cause: str) -> None:
         if self._clock is system_clock:
             # ``now`` is truncated to the millisecond: sleeping ``target_ms - now`` would
@@ -634,21 +556,6 @@ class SnowflakeGenerator:
             seconds = max(target_ms - now, 1) / 1000
         self._sleep(seconds)
         self._waited(cause, seconds)
-
-    def _acquire_inside_id(self) -> None:
-        """:meth:`_acquire` for an ID that cannot go on without a lease: a wait, counted."""
-        started = time.perf_counter()
-        try:
-            self._acquire()
-        finally:
-            self._waited("lease", time.perf_counter() - started)
-
-    def _waited(self, cause: str, seconds: float) -> None:
-        """Count a wait inside an ID and note it for ``on_event`` (lock held)."""
-        counted = self._waits[cause]
-        counted[0] += 1
-        counted[1] += seconds
-        self._note("generator_waited", cause=cause, seconds=seconds)
 
     def _set_clock_sequence(self, value: int) -> None:
         if self._on_clock_sequence is not None:
@@ -780,26 +687,3 @@ class SnowflakeGenerator:
         self.lease = None
         self._limit = self._bound = -1
         self._seq = self._max_seq
-
-    def _refuse_hookless_fork(self) -> None:
-        """A fork that skipped Python's fork hooks still holds the parent's slot: refuse.
-
-        uWSGI forks its workers in C after loading the application, so the hooks that give a
-        child its own slot (os.register_at_fork) never run there. Checked once per slow-path
-        ID (a system call costs the fast path too much): a child of a process that was issuing
-        IDs at the fork may still take what is left of that one time unit's window.
-        """
-        self._drop_lease()
-        raise WorkerLeaseLost(
-            WorkerLeaseLost.FORKED_WITHOUT_HOOKS,
-            worker_id=self._slot_worker_id(),
-            parent_pid=self._pid,
-        )
-
-    def _after_fork_in_child(self) -> None:
-        # The parent's lock may have been held by another thread at fork time, and the
-        # parent keeps its slot: the child starts with a fresh lock and no lease.
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._calling_out = None
-        self._drop_lease()

@@ -17,8 +17,9 @@ import pytest
 import django_snowflake
 from django_snowflake import generator as generator_module
 from django_snowflake import runtime
-from django_snowflake.generator import _SPENT, SnowflakeGenerator
+from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.layout import BitLayout
+from django_snowflake.observing import SPENT as _SPENT
 
 FAST_PATH_LINES = 6
 
