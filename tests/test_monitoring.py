@@ -170,3 +170,22 @@ def test_metrics_of_renewals(leased: SnowflakeGenerator, metrics: Any) -> None:
         threading.Event().wait(0.1)  # the heartbeat renews each second
         deadline -= 1
     assert sample("snowflake_lease_renewals_total", outcome="ok") > renewed
+
+
+@pytest.mark.skipif(
+    connection.vendor == "sqlite", reason="SQLite's function is the process's: nothing to read"
+)
+def test_registering_the_database_clocks_runs_no_query() -> None:
+    """prometheus_client registers a collector by its describe() (else it collects once), in
+    MetricsConfig.ready(), which an ASGI server may run in its event loop: a query there
+    raised SynchronousOnlyOperation, and uvicorn never listened (CI's stress short form)."""
+    from prometheus_client import CollectorRegistry
+
+    from django_snowflake.metrics import DatabaseClockCollector
+
+    registry = CollectorRegistry(auto_describe=True)  # as prometheus_client.REGISTRY
+
+    async def register() -> None:
+        registry.register(DatabaseClockCollector())
+
+    asyncio.run(register())  # no database access allowed here either: a query would raise
