@@ -156,7 +156,8 @@ def test_metrics_of_a_claim_ids_and_waits(leased: SnowflakeGenerator, metrics: A
     assert "snowflake_lease_limit_timestamp_seconds" in text
     assert response["Content-Type"].startswith("text/plain")
     if VENDOR != "sqlite":
-        assert 'snowflake_database_clock_lag_seconds{database="default"' in text
+        lag = 'snowflake_database_clock_lag_seconds{clock="function",database="default"}'
+        assert lag in text
 
 
 @pytest.mark.django_db(transaction=True)
