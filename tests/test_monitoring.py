@@ -24,6 +24,7 @@ from django_snowflake.health import (
 )
 from django_snowflake.layout import BitLayout
 from django_snowflake.testing import driven_clock
+from django_snowflake.vendors import database_class
 
 VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
 
@@ -156,8 +157,8 @@ def test_metrics_of_a_claim_ids_and_waits(leased: SnowflakeGenerator, metrics: A
     assert "snowflake_lease_limit_timestamp_seconds" in text
     assert response["Content-Type"].startswith("text/plain")
     if VENDOR != "sqlite":
-        lag = 'snowflake_database_clock_lag_seconds{clock="function",database="default"}'
-        assert lag in text
+        clock = "heartbeats" if database_class(connection).moves_clock else "function"
+        assert f'snowflake_database_clock_lag_seconds{{clock="{clock}",database="default"}}' in text
 
 
 @pytest.mark.django_db(transaction=True)
