@@ -38,6 +38,7 @@ DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "DATACENTER_ID": 0,
         "DATABASE": "default",
         "LEASE_SECONDS": 60,
+        "FAILOVER": "skip",
         "PROCESS_LABEL": "",
         "CLAIM_ON_READY": False,
         "FUNCTION_SCHEMA": "public",

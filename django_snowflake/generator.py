@@ -172,6 +172,8 @@ class SnowflakeGenerator(Forkable, Observed):
         self._entry = -1
         self._slot: tuple[int, int] | None = None  # (worker, datacenter) of the last lease
         self._floor = -1  # the ring policy never rolls back to or below this unit
+        self._ahead: tuple[int, int] | None = None  # Lease.ahead, until the clock catches up
+        self._monotonic_ns = time.monotonic_ns
         self._ring = (
             Ring(max_rollback_ms // layout.time_unit_ms + 1) if rollback == "ring" else None
         )
@@ -201,25 +203,6 @@ class SnowflakeGenerator(Forkable, Observed):
     def test_mode(self) -> bool:
         """Whether the generator keeps what it used, for clocks that tests move."""
         return self._used is not None
-
-    def used_time(self) -> UsedTime:
-        """What this generator used in its slot (outside test mode: one spent span, from
-        the first unit of the lease to the last)."""
-        with self._lock:
-            self._disarm()
-            used = self._used_so_far()
-            self._arm()
-            return used
-
-    def _used_so_far(self) -> UsedTime:
-        """:meth:`used_time`, with the window closed; lock held."""
-        used = self._used.copy() if self._used is not None else UsedTime()
-        if self._used is not None:
-            if self._last >= 0:
-                used.note(self._last, self._seq)
-        elif self._high >= self._active_lo:
-            used.spend(self._active_lo, self._high)
-        return used
 
     def now(self) -> int:
         """The generator's clock, in milliseconds since 1970."""
@@ -396,6 +379,8 @@ class SnowflakeGenerator(Forkable, Observed):
                     now, epoch=self.layout.epoch_datetime, end=self.layout.lifespan_end
                 )
             if t > self._high:
+                if self._ahead is not None:
+                    self._ahead = None  # the clock caught up with the skip
                 if t >= self._bound:
                     if t >= self._limit:
                         self._acquire_inside_id()
@@ -482,6 +467,26 @@ class SnowflakeGenerator(Forkable, Observed):
         """Test mode: the unit after ``_last``, the clock standing still."""
         return self._enter(self._last + 1)
 
+    def _go_ahead(self) -> int | None:
+        """The clock is behind a floor the lease skipped to (``Lease.ahead``): go on above it
+        as a logical clock, a unit once the last is spent, never past the lease's bound plus
+        the monotonic time since it was set (a clock stepped back changes nothing here)."""
+        if self._seq < self._max_seq:
+            self._seq += 1
+            return self._base | self._seq
+        bound, since = self._ahead  # type: ignore[misc]  # the caller checked it
+        u = self._high + 1
+        allowed = bound + (self._monotonic_ns() - since) // self._unit_ns
+        if u >= self._limit:
+            self._acquire_inside_id()  # renews the limit, or raises
+            return None
+        if u < allowed:
+            return self._enter(u)
+        seconds = (u - allowed + 1) * self._unit / 1000
+        self._sleep(seconds)
+        self._waited("sequence", seconds)
+        return None
+
     def _exhausted(self, now: int) -> int | None:
         """The current unit's sequence is spent: borrow the next unit or wait for it."""
         if self.rollback == "borrow":
@@ -500,6 +505,8 @@ class SnowflakeGenerator(Forkable, Observed):
 
     def _behind(self, now: int, t: int) -> int | None:
         """The clock reads a unit at or below ``_high`` other than the current one."""
+        if self._ahead is not None:
+            return self._go_ahead()
         if (
             self._used is not None
             and t > self._floor
@@ -633,6 +640,7 @@ class SnowflakeGenerator(Forkable, Observed):
                 self._used.note(self._last, self._seq)
             self._high = self._last = max(self._high, lease.floor)
             self._seq = self._max_seq
+            self._ahead = lease.ahead
             self._active_lo = self._high + 1
             if self._ring is not None:
                 self._ring.clear()
@@ -685,5 +693,6 @@ class SnowflakeGenerator(Forkable, Observed):
             self._used.note(self._last, self._seq)
             self._last = -1
         self.lease = None
+        self._ahead = None
         self._limit = self._bound = -1
         self._seq = self._max_seq

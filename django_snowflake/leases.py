@@ -118,6 +118,14 @@ class Lease:
     ``history``, for a slot that earlier generators of this process used: what they used
     (see :meth:`~django_snowflake.generator.SnowflakeGenerator.used_time`); the holder issues
     outside it and is in test mode.
+
+    ``ahead``, for a floor ahead of the clock that the holder may issue above at once (the
+    skip after a failover): ``(bound, since)``, where ``since`` is a ``time.monotonic_ns()``
+    reading and ``bound`` a time unit. While the clock is behind, the holder goes on above the
+    floor as a logical clock, every unit below ``bound`` plus the units of monotonic time
+    elapsed since ``since``: its keys never run further ahead of the time they are issued at
+    than ``bound`` was of ``since``, whatever the wall clock does, which is what bounds them
+    for the claims of a later failover.
     """
 
     worker_id: int
@@ -126,6 +134,7 @@ class Lease:
     limit: int | None = None
     clock_sequence: int = 0
     history: UsedTime | None = dataclasses.field(default=None, compare=False)
+    ahead: tuple[int, int] | None = None
 
     def check(self, layout: BitLayout) -> None:
         """Raise ``ValueError`` unless the slot and clock sequence fit ``layout``."""

@@ -1,6 +1,6 @@
 """What a generator tells those who watch it, without slowing an ID: how many IDs it issued
-and how long it waited inside them (counted, never per fast-path ID), when its lease runs out,
-and the events it noted under its lock, handed to its ``on_event`` callback once the lock is
+and how long it waited inside them (counted, never per fast-path ID), which time units it used
+in its slot, when its lease runs out, and the events it noted under its lock, handed to its ``on_event`` callback once the lock is
 released (the runtime turns them into :mod:`django_snowflake.signals`). Imports nothing from
 Django, like the generator that inherits it (:class:`Observed`)."""
 
@@ -11,7 +11,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from .leases import UsedTime
+
 if TYPE_CHECKING:
+    import threading
+
     from .layout import BitLayout
     from .leases import Lease
 
@@ -35,9 +39,39 @@ class Observed:
     _limit: int
     _max_time: int
     _high: int
+    _last: int
+    _seq: int
+    _active_lo: int
+    _used: UsedTime | None
+    _lock: threading.Lock
 
     def now(self) -> int:
         raise NotImplementedError
+
+    def _disarm(self) -> None:
+        raise NotImplementedError
+
+    def _arm(self) -> None:
+        raise NotImplementedError
+
+    def used_time(self) -> UsedTime:
+        """What this generator used in its slot (outside test mode: one spent span, from
+        the first unit of the lease to the last)."""
+        with self._lock:
+            self._disarm()
+            used = self._used_so_far()
+            self._arm()
+            return used
+
+    def _used_so_far(self) -> UsedTime:
+        """:meth:`used_time`, with the window closed; lock held."""
+        used = self._used.copy() if self._used is not None else UsedTime()
+        if self._used is not None:
+            if self._last >= 0:
+                used.note(self._last, self._seq)
+        elif self._high >= self._active_lo:
+            used.spend(self._active_lo, self._high)
+        return used
 
     def _watched_by(self, on_event: Callable[[str, dict[str, object]], object] | None) -> None:
         """Start the counts and the events' queue (the generator's constructor)."""

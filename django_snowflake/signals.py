@@ -36,10 +36,11 @@ lease_renewal_failed = Signal()
 #: ``database``.
 lease_lost = Signal()
 
-#: A claim found the coordination database on a new incarnation (a failover, a restore): the
-#: slot is held but IDs wait until anything the old primary's holders may have issued lies
-#: behind them. ``database``, ``incarnation``, ``worker_id``; ``resume_at``, an aware
-#: datetime.
+#: A claim found the coordination database on a new incarnation (a failover, a restore): its
+#: IDs start above anything the old primary's holders may have issued. ``database``,
+#: ``incarnation``, ``worker_id``; ``resume_at``, an aware datetime, the time of its first
+#: ID; ``skipped``: True when it issues at once, its keys ahead of the clock until then
+#: (``FAILOVER = "skip"``), False when its IDs wait until then (``"wait"``).
 failover_seen = Signal()
 
 #: The clock read a time before the last ID's. ``behind_ms``; ``policy``, the rollback

@@ -65,9 +65,41 @@ def generator(database_generator: Callable[..., SnowflakeGenerator]) -> Snowflak
 
 @servers_only
 @pytest.mark.django_db(transaction=True)
-def test_a_claim_after_a_failover_holds_its_slot_and_issues_after_the_lease(
-    generator: SnowflakeGenerator,
+def test_a_claim_after_a_failover_skips_and_issues_at_once(
+    generator: SnowflakeGenerator, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """``FAILOVER = "skip"`` (the default, issue 31): the claim issues at once, above anything
+    a holder whose writes were lost could have used (the first sighting plus 1.25 leases),
+    its keys never further ahead of the database's time than the skip, and the reservation
+    of the skipped lease is in the row before the first key."""
+    old_row(0, "another-server/1", generator.layout)
+    before = time.time() * 1000
+    first = generate()
+    took = time.time() * 1000 - before
+    assert took < 1000, f"the first ID took {took:.0f} ms"
+    current = database_incarnation("default")
+    held = WorkerNode.objects.get(incarnation=current)
+    assert decode(first).worker_id == held.worker_id
+    assert held.incarnation_since is not None
+    # The floor counts from the claim's own sighting: its read of the incarnation, a few
+    # milliseconds before the write that stored incarnation_since.
+    floor_ms = held.incarnation_since.timestamp() * 1000 + 3000 + 750
+    assert floor_ms - 100 <= unit_ms(first) and unit_ms(first) >= before + 3750 - 100
+    # Never further ahead of the time it was issued than the skip (3.75 s less the tolerance).
+    assert unit_ms(first) - before <= 3500 + took + 1
+    # Its reservation, three quarters of the lease above the floor, was persisted first.
+    assert held.last_timestamp >= generator.layout.to_units(int(unit_ms(first))) + 2250 - 1
+    ids = [generate() for _ in range(20_000)]
+    assert ids == sorted(ids) and first < ids[0] and len(set(ids)) == len(ids)
+    assert "issues at once, its keys up to" in caplog.text
+
+
+@servers_only
+@pytest.mark.django_db(transaction=True)
+def test_with_failover_wait_a_claim_holds_its_slot_and_issues_after_the_lease(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    generator = database_generator(LEASE_SECONDS=3, FAILOVER="wait")
     old_row(0, "another-server/1", generator.layout)
     started = time.time() * 1000
     with pytest.raises(WorkerLeaseLost, match="failed over or was restored") as raised:
@@ -282,9 +314,11 @@ def test_b_promotion_while_holders_renew(
     with capsys.disabled():
         print(f"\n{VENDOR} mid-renewal, {first} first: {checked} IDs, 0 duplicates, new "
               f"claims waited {waited:.2f} s")  # fmt: skip
-    # A holder whose writes were lost may issue until a lease after the failover.
-    assert min(firsts) - failed_over > lease * 1000
-    assert waited < lease * 1.25 + 5
+    # A holder whose writes were lost may issue until a lease after the failover: the
+    # newcomers' keys lie above it (they skipped there at once: FAILOVER = "skip").
+    newcomer_keys = [key for ids in id_lists[len(holders) :] for key in ids]
+    assert min(map(unit_ms, newcomer_keys)) - failed_over > lease * 1000
+    assert waited < 5
 
 
 def wait_for_a_renewal(pair: Pair, timeout: float = 10) -> None:

@@ -4,8 +4,11 @@ database; the database allocator itself is in test_worker_lease.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from django_snowflake.exceptions import ClockMovedBackwards
 from django_snowflake.generator import Lease
 
 from .generators import DAY_MS, LAYOUTS, CountingSource, make, units_of
@@ -110,3 +113,75 @@ def test_lease_with_a_fixed_worker_id_is_validated():
         with pytest.raises(ValueError, match=r"outside 0\.\."):
             generator.next_id()
         assert generator.lease is None
+
+
+class SkippedSource:
+    """One slot whose floor lies ahead of the clock, skipped to (``Lease.ahead``), as the
+    database allocator hands it out after a failover; each renewal raises the limit."""
+
+    def __init__(self, lease: Lease) -> None:
+        self.leases = [lease]
+
+    def acquire(self, generator):
+        if generator.lease is not None or len(self.leases) > 1:
+            previous = self.leases[-1]
+            self.leases.append(dataclasses.replace(previous, limit=previous.limit + 50))
+        return self.leases[-1]
+
+
+def skipped(floor_ahead: int, bound_ahead: int, *, rollback: str = "raise"):
+    """A generator on a skipped lease: its floor ``floor_ahead`` units ahead of the clock, its
+    keys bound to ``bound_ahead`` units ahead of the monotonic time (the FakeClock's sleeps:
+    stepping the wall clock with advance() does not move it)."""
+    layout = LAYOUTS["tiny"]
+    generator, clock = make(layout, lease_source=SkippedSource(Lease(0)), rollback=rollback)
+    now = layout.to_units(clock())
+    lease = Lease(
+        1, floor=now + floor_ahead, limit=now + floor_ahead + 40, ahead=(now + bound_ahead, 0)
+    )
+    generator.lease_source = SkippedSource(lease)
+    generator._monotonic_ns = lambda: clock.slept_ms * 1_000_000
+    return generator, clock, layout, now
+
+
+def test_a_skipped_lease_issues_above_its_floor_at_once():
+    generator, clock, layout, now = skipped(1000, 1003)
+    first = generator.next_id()
+    assert units_of(layout, [first]) == [now + 1001] and clock.slept_ms == 0
+
+
+def test_a_skipped_lease_runs_ahead_no_faster_than_the_monotonic_clock():
+    """Its keys never run further ahead of the time they are issued than the bound was when
+    the lease was taken: that is what a later failover's floor relies on."""
+    generator, clock, layout, now = skipped(1000, 1003)
+    issued = []
+    for _ in range(200):
+        value = generator.next_id()
+        unit = units_of(layout, [value])[0]
+        assert unit < now + 1003 + clock.slept_ms, (unit, clock.slept_ms)
+        issued.append(value)
+    assert issued == sorted(issued) and len(set(issued)) == 200
+    assert clock.slept_ms > 0  # 4 IDs a unit: it waited for the bound, not for the clock
+    assert generator.waits["sequence"][0] > 0
+
+
+def test_a_wall_clock_stepped_back_during_a_skip_neither_raises_nor_stretches_the_bound():
+    generator, clock, layout, now = skipped(1000, 1003, rollback="raise")
+    before = generator.next_ids(8)
+    clock.rewind(500)  # under "raise", outside a skip this is ClockMovedBackwards
+    after = generator.next_ids(8)
+    assert before + after == sorted(before + after)
+    clock.advance(800)  # a step forward, still behind the floor: the bound does not move
+    ahead = generator.next_ids(40)
+    assert max(units_of(layout, ahead)) < now + 1003 + clock.slept_ms + 1
+
+
+def test_once_the_clock_passes_the_skip_the_rollback_policy_applies_again():
+    generator, clock, layout, _ = skipped(20, 23, rollback="raise")
+    generator.next_id()
+    clock.advance(30)
+    value = generator.next_id()
+    assert units_of(layout, [value])[0] == layout.to_units(clock())  # at the clock again
+    clock.rewind(10)
+    with pytest.raises(ClockMovedBackwards):
+        generator.next_id()

@@ -153,6 +153,7 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
         self.lease_seconds: int = settings["LEASE_SECONDS"]
         self.label: str = settings["PROCESS_LABEL"]
         self.datacenter_id: int = settings["DATACENTER_ID"]
+        self.failover: str = settings["FAILOVER"]
         # The holder stops issuing this long before the database lets anyone else take the
         # slot, so a late heartbeat or a slow clock never lets two holders overlap in time.
         self.margin_ms = self.lease_seconds * (1000 - RESERVED_MS_PER_LEASE_SECOND)
@@ -301,10 +302,18 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
 
     # Database work, on the allocator's thread.
 
-    def _reservation(self, generator: SnowflakeGenerator) -> tuple[int, int]:
-        """The limit (exclusive) and high-water mark of a lease taken now."""
-        limit_ms = generator.now() + self.lease_seconds * 1000 - self.margin_ms
-        limit = self.layout.to_units(limit_ms)
+    def _reservation(
+        self, generator: SnowflakeGenerator, lease: Lease | None = None
+    ) -> tuple[int, int]:
+        """The limit (exclusive) and high-water mark of a lease taken or renewed now: three
+        quarters of a lease ahead of the clock, or of the last unit used while a skipped
+        ``lease`` runs ahead of the clock."""
+        reserved_ms = self.lease_seconds * 1000 - self.margin_ms
+        limit = self.layout.to_units(generator.now() + reserved_ms)
+        if lease is not None and lease.ahead is not None:
+            limit = max(
+                limit, generator.last_timestamp + 1 + reserved_ms // self.layout.time_unit_ms
+            )
         return limit, limit - 1
 
     def _lease_expiry(self) -> Any:
@@ -323,6 +332,7 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
             floor=lease.floor,
             limit=limit,
             clock_sequence=generator.clock_sequence,
+            ahead=lease.ahead,
         )
         with self._state:
             self._lease = renewed
@@ -339,7 +349,7 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
             pk, token = self._pk, self._token
         if pk is None:
             return None
-        limit, high_water = self._reservation(generator)
+        limit, high_water = self._reservation(generator, lease)
         # After a failover our row may be older than our last renewal, but if it still
         # carries our token nobody else has claimed the slot since: we keep it, and record
         # when we first saw the new incarnation.

@@ -4,14 +4,16 @@ after it, which issues only above what any holder whose writes were lost could h
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
+import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from django.db import DatabaseError, connections
-from django.db.models import Min
-from django.db.models.functions import Now
+from django.db.models import F, Min
+from django.db.models.functions import Greatest, Now
 
 from .. import signals
 from ..exceptions import WorkerLeaseLost
@@ -25,6 +27,12 @@ if TYPE_CHECKING:
     from ..models import WorkerNode
 
 logger = logging.getLogger("django_snowflake")
+
+#: How far the database servers' clocks may disagree, and the app server's monotonic clock
+#: drift during a skip, in milliseconds: a skipped holder's keys stay this much inside the
+#: floor a later failover computes (_skip). Also the longest read of the database's time
+#: that dates a skip: a slower one waits instead.
+SKIP_TOLERANCE_MS = 250
 
 
 def database_now(alias: str) -> datetime:
@@ -77,12 +85,27 @@ class FailoverHold:
     layout: BitLayout
     lease_seconds: int
     margin_ms: int
+    #: "skip" or "wait": SNOWFLAKE["FAILOVER"].
+    failover: str
+
+    @property
+    def skip_ms(self) -> int:
+        """How far ahead of the database's time a skipped holder's keys may run."""
+        return self.lease_seconds * 1000 + self.margin_ms - SKIP_TOLERANCE_MS
 
     #: The lease a claim took after a failover, and the unit it may not issue at or below
     #: before the lease of any holder whose writes the database lost has run out.
     _failover_hold: tuple[Lease, int, str] | None = None
 
     def _node(self) -> type[WorkerNode]:
+        raise NotImplementedError
+
+    _state: Any
+    _pk: int | None
+    _token: str | None
+    _lease: Lease | None
+
+    def _forget(self, lease: Lease) -> None:
         raise NotImplementedError
 
     def _incarnation_floor(self) -> tuple[str, Any, int]:
@@ -132,13 +155,75 @@ class FailoverHold:
     def _hold_after_failover(
         self, generator: SnowflakeGenerator, lease: Lease, resume_floor: int
     ) -> Lease:
-        """``lease``, unless a failover keeps it from issuing yet (then raise, keeping it)."""
+        """``lease``, skipped above what any holder whose writes were lost could have used
+        (``FAILOVER = "skip"``), or held until then (``"wait"``: raise, keeping it)."""
         if resume_floor < 0:
             return lease
-        self._failover_hold = (lease, resume_floor, database_incarnation(self.alias))
-        signals.failover_seen.send(type(self), database=self.alias, incarnation=self._failover_hold[2], worker_id=lease.worker_id, resume_at=ms_to_datetime(self.layout.unit_start_ms(resume_floor + 1)))  # fmt: skip
+        incarnation = database_incarnation(self.alias)
+        skipped = self._skip(generator, lease) if self.failover == "skip" else None
+        resume_ms = self.layout.unit_start_ms((lease if skipped is None else skipped).floor + 1)
+        signals.failover_seen.send(type(self), database=self.alias, incarnation=incarnation, worker_id=lease.worker_id, resume_at=ms_to_datetime(resume_ms), skipped=skipped is not None)  # fmt: skip
+        if skipped is not None:
+            logger.warning(
+                "The database %r failed over or was restored (incarnation %s): worker slot %s "
+                "issues at once, its keys up to %.1f s ahead of the clock until the clock "
+                "reaches %s (FAILOVER = 'skip')",
+                self.alias,
+                incarnation,
+                lease.worker_id,
+                (resume_ms - generator.now()) / 1000,
+                ms_to_datetime(resume_ms).isoformat(),
+            )
+            return skipped
+        self._failover_hold = (lease, resume_floor, incarnation)
         self._wait_for_failover(generator)
         return lease
+
+    def _skip(self, generator: SnowflakeGenerator, lease: Lease) -> Lease | None:
+        """``lease``, allowed to issue above its floor at once, its keys never more than
+        ``skip_ms`` ahead of the database's time when each is issued; ``None`` when its floor
+        is further ahead than that (a slot another skip reserved: then it waits).
+
+        Why a skip is safe after any number of failovers: a holder whose writes the new
+        incarnation lost issued its last key before the promotion, so before the first
+        sighting. A holder that waited issued below its lease's limit, at most ``LEASE_SECONDS``
+        after its last renewal (three quarters by its own clock, within a quarter of the
+        database's), and a holder that skipped below its issue time plus ``skip_ms``, which is
+        shorter than ``LEASE_SECONDS`` plus the margin by the tolerance for the database
+        servers' clocks: both lie below the first sighting plus ``LEASE_SECONDS`` plus the
+        margin, the floor. The bound runs on the monotonic clock from the database time read
+        here, so a step of the app server's clock cannot stretch it.
+        """
+        before = time.monotonic_ns()
+        database_ms = database_now(self.alias).timestamp() * 1000
+        since = time.monotonic_ns()
+        if since - before > SKIP_TOLERANCE_MS * 1_000_000:
+            return None  # the read took too long to date the bound well: wait instead
+        bound = self.layout.to_units(math.floor(database_ms + self.skip_ms))
+        # The claim that first sees the incarnation waits out the tolerance in its first ID
+        # (the floor counts from its own sighting); a floor further ahead is a slot another
+        # skip reserved, whose reservation this one would stretch: wait for the clock.
+        if lease.floor + 1 - bound > 2 * SKIP_TOLERANCE_MS // self.layout.time_unit_ms:
+            return None
+        reserved = (self.lease_seconds * 1000 - self.margin_ms) // self.layout.time_unit_ms
+        limit = max(lease.limit or 0, lease.floor + 1 + reserved)
+        with self._state:
+            pk, token = self._pk, self._token
+        # The reservation is persisted before it is used, as every lease's.
+        updated = pk is not None and (
+            self._node()
+            .objects.using(self.alias)
+            .filter(pk=pk, token=token)
+            .update(last_timestamp=Greatest(F("last_timestamp"), limit - 1))
+        )
+        if not updated:
+            self._forget(lease)
+            raise WorkerLeaseLost(WorkerLeaseLost.TAKEN_OVER, worker_id=lease.worker_id)
+        skipped = dataclasses.replace(lease, limit=limit, ahead=(bound, since))
+        with self._state:
+            if self._lease is lease:
+                self._lease = skipped
+        return skipped
 
     def _wait_for_failover(self, generator: SnowflakeGenerator) -> None:
         """Raise ``WorkerLeaseLost`` while the slot claimed after a failover may not issue.

@@ -26,6 +26,8 @@ from ..layout import MAX_BITS, PRESETS, BitLayout, ms_to_datetime, parse_epoch
 JS_SAFE_BITS = 53
 # One minute: a wait beyond it stalls every caller, and a ring window beyond it costs memory.
 MAX_ROLLBACK_LIMIT_MS = 60_000
+#: SNOWFLAKE["FAILOVER"]: what a claim does after the coordination database failed over.
+FAILOVER_CHOICES = ("skip", "wait")
 
 
 def _error(id: str, msg: Any, hint: Any, **values: object) -> CheckMessage:
@@ -52,6 +54,15 @@ _NOT_ONE_OF = {
         "E020",
         _("CLOCK_ROLLBACK %(value)s is not a rollback policy."),
         _("Choose one of %(policies)s."),
+    ),
+    "FAILOVER": (
+        "E024",
+        _("FAILOVER must be one of %(choices)s, not %(value)s."),
+        _(
+            'Use "skip" (after a failover, issue at once, the first keys ahead of the clock '
+            'by up to 1.25 leases) or "wait" (issue nothing until 1.25 leases after the '
+            "failover was first seen, every key at the clock)."
+        ),
     ),
     "DATABASE": (
         "E034",
@@ -109,6 +120,8 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]
     _check_allocator(values, layout, messages)
     _check_function_schema(values, messages)
     _check_mariadb_keys(values, messages)
+    if values["FAILOVER"] not in FAILOVER_CHOICES:
+        messages.append(_not_one_of(values, "FAILOVER", choices=FAILOVER_CHOICES))
     return messages
 
 
