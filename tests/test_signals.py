@@ -12,13 +12,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.dispatch import Signal
+from django.utils import timezone
 
-from django_snowflake import generate, generate_many, get_generator, signals
+from django_snowflake import decode, generate, generate_many, get_generator, signals
 from django_snowflake.exceptions import ClockMovedBackwards, WorkerLeaseLost
 from django_snowflake.generator import SnowflakeGenerator
 from django_snowflake.models import WorkerNode
@@ -98,8 +100,10 @@ def test_lease_lost_when_the_slot_is_taken_over(
 
 @servers_only
 @pytest.mark.django_db(transaction=True)
-def test_failover_seen(database_generator: Callable[..., SnowflakeGenerator]) -> None:
-    generator = database_generator(LEASE_SECONDS=3)
+def test_failover_seen_with_failover_wait(
+    database_generator: Callable[..., SnowflakeGenerator],
+) -> None:
+    generator = database_generator(LEASE_SECONDS=3, FAILOVER="wait")
     old_row(0, "another-server/1", generator.layout)
     with heard(signals.failover_seen) as failovers, pytest.raises(WorkerLeaseLost) as raised:
         generate()
@@ -108,6 +112,22 @@ def test_failover_seen(database_generator: Callable[..., SnowflakeGenerator]) ->
     assert failover["worker_id"] == raised.value.worker_id
     assert failover["resume_at"] == raised.value.resume_at
     assert failover["incarnation"] == raised.value.incarnation
+    assert failover["skipped"] is False
+
+
+@servers_only
+@pytest.mark.django_db(transaction=True)
+def test_failover_seen_with_the_skip(database_generator: Callable[..., SnowflakeGenerator]) -> None:
+    generator = database_generator(LEASE_SECONDS=3)
+    old_row(0, "another-server/1", generator.layout)
+    with heard(signals.failover_seen) as failovers:
+        value = generate()
+    [failover] = failovers
+    assert failover["skipped"] is True and failover["database"] == "default"
+    assert failover["worker_id"] == decode(value).worker_id
+    # resume_at is the time of the first key: ahead of the clock, where the key is.
+    assert failover["resume_at"] <= decode(value).timestamp
+    assert failover["resume_at"] > timezone.now() + timedelta(seconds=2)
 
 
 @pytest.mark.parametrize(
