@@ -34,6 +34,7 @@ operations are in :mod:`django_snowflake.operations`.
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -46,6 +47,8 @@ from django.db.backends.signals import connection_created
 from . import signals
 from .vendors import database, database_class
 from .vendors.base import FUNCTION, is_database_keyed
+
+logger = logging.getLogger("django_snowflake")
 
 # Set while the schema editor writes a column definition (to the alias of its database): only
 # then does a Snowflake primary key report its database default (see fields._DatabaseKeyDefault).
@@ -264,11 +267,54 @@ def move_database_clocks() -> bool:
     for connection in connections.all(initialized_only=False):
         if not database_class(connection).moves_clock:
             continue
+        alias = connection.alias
         try:
             if how := database(connection).move_clock(layout):
-                signals.database_clock_moved.send(database_class(connection), database=connection.alias, how=how)  # fmt: skip
-        except DatabaseError:
-            failed = True
+                signals.database_clock_moved.send(database_class(connection), database=alias, how=how)  # fmt: skip
+            if _clock_errors.pop(alias, None) is not None:
+                logger.warning("The key clock of database %r moves again", alias)
+        except DatabaseError as exc:
+            grants = _missing_grants(connection)
+            if not grants:
+                failed = True  # an outage: try again sooner; a missing grant stays missing
+            _clock_error(alias, exc, grants)
         finally:
             connection.close()
     return failed
+
+
+#: The error last logged for each database whose key clock could not be moved: logged once,
+#: not at every beat, until a move succeeds.
+_clock_errors: dict[str, str] = {}
+
+
+def _missing_grants(connection: BaseDatabaseWrapper) -> list[str]:
+    try:
+        return database(connection).missing_grants()
+    except DatabaseError:
+        return []
+
+
+def _clock_error(alias: str, error: DatabaseError, grants: list[str]) -> None:
+    """Log why the heartbeat could not move a database's key clock, once until it can: raw
+    INSERTs there get keys that fall behind the clock meanwhile, which nothing else shows."""
+    said = str(error).strip()
+    if _clock_errors.get(alias) == said:
+        return
+    _clock_errors[alias] = said
+    if grants:
+        logger.error(
+            "The heartbeat cannot move the key clock of database %r (%s): keys of raw INSERTs "
+            "there fall behind the clock until it can. Its role lacks privileges; run as the "
+            "database's owner: %s",
+            alias,
+            said,
+            " ".join(grants),
+        )
+    else:
+        logger.warning(
+            "The heartbeat cannot move the key clock of database %r (%s): keys of raw INSERTs "
+            "there fall behind the clock until it can; retrying",
+            alias,
+            said,
+        )

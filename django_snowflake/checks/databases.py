@@ -189,6 +189,9 @@ def check_database_functions(
     a Galera node of it whose function is not its own.
     W052, W053: a PostgreSQL database with more than one function, or an unpinned one.
     W054: a MariaDB database on another path than ``SNOWFLAKE["MARIADB_KEYS"]``.
+    E055: a MariaDB database on the column-default path whose role lacks a privilege the
+    heartbeat needs to move its key clock (an error, since nothing else shows it; the owner
+    that runs ``migrate`` has every privilege, so it stops no migration).
 
     Warnings, not errors: ``migrate`` runs the database checks and stops at an error, and
     ``migrate`` of that database is what gives its function a slot of its own.
@@ -211,8 +214,22 @@ def check_database_functions(
             keys = database(connections[alias])
             exists, slot = keys.function_slot()
             stranger = keys.node_name() if exists and keys.stranger() else None
+            grants = keys.missing_grants()
         except DatabaseError:
             continue  # not reachable or not migrated: nothing to judge
+        if grants:
+            messages.append(
+                _error(
+                    "E055",
+                    _(
+                        "The role of database %(alias)s cannot move its key clock: keys of "
+                        "raw INSERTs there fall behind the clock."
+                    ),
+                    _("Run as the database's owner: %(grants)s"),
+                    alias=alias,
+                    grants=" ".join(grants),
+                )
+            )
         if not exists:
             continue
         if stranger:

@@ -191,6 +191,18 @@ class Database:
         server's clock (negative: ahead); no row or ``None`` where it cannot be told."""
         return None
 
+    def missing_grants(self) -> list[str]:
+        """The ``GRANT`` statements the connected role lacks for :meth:`move_clock`, for a DBA
+        to paste (``check --database``, the heartbeat's error); ``[]`` when it lacks none or
+        nothing moves the clock."""
+        return []
+
+    def hidden_function(self) -> str | None:
+        """Why the function is installed but this role cannot see it (its catalog hides a
+        routine the role may not execute), with the ``GRANT`` that shows it; ``None`` when the
+        function is visible or not installed."""
+        return None
+
     # What show_worker, the admin and the checks read.
 
     def installed_comment(self) -> str | None:
@@ -379,6 +391,9 @@ class ServerDatabase(Database):
             exists, slot = self.function_slot()
             report["installed"] = exists
             report["where"] = self.where()
+            hidden = None if exists else self.hidden_function()
+            if hidden is not None:
+                report["error"] = hidden
             if exists and slot is not None:
                 report["slot"] = f"{slot[0]}/{slot[1]}"
                 clock = self.clock_sql(get_layout())

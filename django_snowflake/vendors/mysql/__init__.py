@@ -12,7 +12,17 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
 from ...layout import BitLayout
-from ..base import Database, Key, Quote, ServerDatabase, comment, hold_units, lead_units, refusal
+from ..base import (
+    FUNCTION,
+    Database,
+    Key,
+    Quote,
+    ServerDatabase,
+    comment,
+    hold_units,
+    lead_units,
+    refusal,
+)
 from . import keys
 from .keys import KEYS_COMMENT, KEYS_DEFAULT, KEYS_TRIGGER
 from .trigger import mysql_function_sql
@@ -147,6 +157,29 @@ class MariaDB(ServerDatabase):
 
     def clock_sql(self, layout: BitLayout) -> str | None:
         return keys.clock_sql(layout, self.node_name())
+
+    def missing_grants(self) -> list[str]:
+        with self.connection.cursor() as cursor:
+            return keys.missing_grants(cursor, self.node_name())
+
+    def hidden_function(self) -> str | None:
+        """MariaDB's catalog hides a routine from a role without a privilege on it: the
+        migration that installs the function, applied here, tells it is there."""
+        from django.db.migrations.recorder import MigrationRecorder
+
+        if self.installed_comment() is not None:
+            return None
+        applied = MigrationRecorder(self.connection).applied_migrations()
+        if ("django_snowflake", "0003_database_keys") not in applied:
+            return None
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT DATABASE(), CURRENT_USER()")
+            name, role = cursor.fetchone()
+        user, _, host = role.rpartition("@")
+        return (
+            f"installed, but role '{user}'@'{host}' may not execute it, so the server hides it: "
+            f"GRANT EXECUTE ON FUNCTION `{name}`.`{FUNCTION}` TO '{user}'@'{host}';"
+        )
 
     def incarnation(self) -> tuple[str, bool]:
         """The server ID, host name and port; never a standby if it never replicated."""

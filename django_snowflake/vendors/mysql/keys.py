@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from django.db import DatabaseError
+
 from ...layout import BitLayout
 from ..base import FUNCTION
 from .trigger import (
@@ -212,6 +214,57 @@ def galera_key_sql(
     ]
 
 
+#: MariaDB's errors for a privilege the role lacks: on a table (1142), a column (1143), a
+#: database (1044), a routine (1370).
+DENIED = (1142, 1143, 1044, 1370)
+#: MariaDB's error for a table that does not exist.
+NO_SUCH_TABLE = 1146
+
+
+def clock_probes(clock: KeyClock) -> list[tuple[str, str, str]]:
+    """``(table, privilege, statement)``: each privilege the heartbeat's :func:`move_clock`
+    uses, and a statement that needs it and changes nothing (MariaDB checks privileges before
+    it evaluates a ``WHERE``)."""
+    return [
+        (clock.table, "SELECT", f"SELECT 1 FROM {clock.table} LIMIT 0"),
+        (
+            clock.table,
+            "INSERT",
+            f"INSERT INTO {clock.table} (id, incarnation) SELECT 1, '' FROM DUAL WHERE 1 = 0",
+        ),
+        (clock.table, "DELETE", f"DELETE FROM {clock.table} WHERE 1 = 0"),
+        (clock.sequence, "SELECT", f"SELECT 1 FROM {clock.sequence} LIMIT 0"),
+        (clock.sequence, "INSERT", f"SELECT SETVAL({clock.sequence}, 0) FROM DUAL WHERE 1 = 0"),
+    ]
+
+
+def missing_grants(cursor: Any, node: str | None = None) -> list[str]:
+    """The ``GRANT`` statements the connected role needs for the heartbeat to move the key
+    clock (:func:`move_clock`), for a DBA to paste; ``[]`` when it has every privilege, or
+    off the column-default path (no clock table)."""
+    clock = KeyClock(node)
+    missing: dict[str, list[str]] = {}
+    for table, privilege, statement in clock_probes(clock):
+        try:
+            cursor.execute(statement)
+        except DatabaseError as exc:
+            code = exc.args[0] if exc.args else None
+            if code == NO_SUCH_TABLE:
+                return []
+            if code not in DENIED:
+                raise
+            missing.setdefault(table, []).append(privilege)
+    if not missing:
+        return []
+    cursor.execute("SELECT DATABASE(), CURRENT_USER()")
+    name, role = cursor.fetchone()
+    user, _, host = role.rpartition("@")
+    return [
+        f"GRANT {', '.join(privileges)} ON `{name}`.`{table}` TO '{user}'@'{host}';"
+        for table, privileges in missing.items()
+    ]
+
+
 def move_clock(
     cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: int, node: str | None = None
 ) -> str:
@@ -221,7 +274,8 @@ def move_clock(
     a restore, a node's new run), past anything the old one may have issued:
     ``max(now, replayed value) + hold + 2 * lead`` units, under a lock so that one session
     skips while the others wait for it. Returns ``"moved"``, ``"skipped"`` or ``""`` (the
-    database is on the trigger path, no clock table, or read-only, a replica)."""
+    database is on the trigger path, no clock table, or read-only, a replica). A role that
+    lacks a privilege it needs gets MariaDB's error (:func:`missing_grants` names them)."""
     clock = KeyClock(node)
     unit = 1 << layout.sequence_bits
     now = now_units_sql(layout)
@@ -231,9 +285,18 @@ def move_clock(
         "SELECT @@read_only, EXISTS (SELECT 1 FROM information_schema.TABLES "
         f"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{clock.table}')"
     )
-    read_only, on_default_path = cursor.fetchone()
-    if read_only or not on_default_path:
+    read_only, visible = cursor.fetchone()
+    if read_only:
         return ""
+    if not visible:
+        # The catalog hides a table the role has no privilege on: tell a table that is not
+        # there (the trigger path) from one this role may not read, which raises (1142).
+        try:
+            cursor.execute(f"SELECT 1 FROM {clock.table} LIMIT 0")
+        except DatabaseError as exc:
+            if exc.args[:1] == (NO_SUCH_TABLE,):
+                return ""
+            raise
     cursor.execute(
         f"SELECT incarnation = {clock.incarnation}, {now} * {unit} - 1 "
         f"FROM {clock.table} WHERE id = 1"
