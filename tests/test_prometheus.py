@@ -96,9 +96,12 @@ class Shop:
         wait_for("gunicorn", lambda: self.request("/ready/")[0] in (200, 503))
 
     def request(
-        self, path: str, data: dict[str, Any] | None = None, timeout: float = 5
+        self, path: str, data: dict[str, Any] | None = None, timeout: float = 30
     ) -> tuple[int, Any]:
-        """(status, JSON body or text) of a GET, or of a POST of ``data`` as the demo admin."""
+        """(status, JSON body or text) of a GET, or of a POST of ``data`` as the demo admin;
+        (0, the error) when no answer came. The timeout is a loaded CI machine's: a POST
+        checks the admin's password (PBKDF2, CPU-bound) and, in a worker's first request,
+        claims its slot; it took over 5 s there once."""
         headers = {"Accept": "application/json"}
         body = None
         if data is not None:
@@ -111,8 +114,8 @@ class Shop:
                 status, text = answer.status, answer.read().decode()
         except urllib.error.HTTPError as error:
             status, text = error.code, error.read().decode()
-        except OSError:
-            return 0, None
+        except OSError as error:
+            return 0, repr(error)
         try:
             return status, json.loads(text)
         except ValueError:
@@ -121,7 +124,7 @@ class Shop:
     def ready_answers(self, count: int = 8) -> list[tuple[int, Any]]:
         """``count`` answers of /ready/: the two workers take turns as the kernel hands out
         connections, so several answers cover both."""
-        return [self.request("/ready/") for _ in range(count)]
+        return [self.request("/ready/", timeout=5) for _ in range(count)]
 
     def close(self) -> None:
         if self.process is not None:
