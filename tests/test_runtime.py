@@ -20,6 +20,7 @@ from django.utils import timezone
 
 import django_snowflake
 from django_snowflake import decode, generate
+from django_snowflake.allocators.base import THREAD_PREFIX
 from django_snowflake.database_slots import DATABASE_HOST
 from django_snowflake.models import WorkerNode
 
@@ -67,7 +68,11 @@ def test_ids_after_the_claim_issue_no_queries(database_generator: Any) -> None:
     real_execute = CursorWrapper.execute
 
     def counting(self: CursorWrapper, sql: str, params: Any = None) -> Any:
-        executed.append(sql)  # every thread's cursors pass here
+        # Every thread's cursors pass here (an ID that waited on the claim thread would
+        # show), but the heartbeat's, which renews and, on MariaDB, moves the key clock each
+        # second whatever the IDs do: on a loaded machine a beat fell inside the window.
+        if threading.current_thread().name != f"{THREAD_PREFIX}heartbeat":
+            executed.append(sql)
         return real_execute(self, sql, params)
 
     with mock.patch.object(CursorWrapper, "execute", counting):
