@@ -57,6 +57,7 @@ def generate() -> int:
         value = next(ids, 0)
         if value and generator._ids is ids:
             return value
+    generator._check_fork()
     try:
         with generator._lock:
             if not generator.closed:

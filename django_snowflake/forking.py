@@ -38,14 +38,22 @@ class Forkable:
     def _slot_worker_id(self) -> int | None:
         raise NotImplementedError
 
+    def _check_fork(self) -> None:
+        """Refuse to issue in a child of a fork that ran no hooks (before the lock is taken)."""
+        if os.getpid() != self._pid:
+            self._refuse_hookless_fork()
+
     def _refuse_hookless_fork(self) -> None:
         """A fork that skipped Python's fork hooks still holds the parent's slot: refuse.
 
         uWSGI forks its workers in C after loading the application, so the hooks that give a
         child its own slot (os.register_at_fork) never run there. Checked once per slow-path
         ID (a system call costs the fast path too much): a child of a process that was issuing
-        IDs at the fork may still take what is left of that one time unit's window.
+        IDs at the fork may still take what is left of that one time unit's window. Called
+        before the lock is taken: a thread of the parent (the heartbeat) may have held it at
+        the fork, and no thread of this process will ever release it, so the lock is new.
         """
+        self._lock = threading.Lock()
         self._drop_lease()
         raise WorkerLeaseLost(
             WorkerLeaseLost.FORKED_WITHOUT_HOOKS,

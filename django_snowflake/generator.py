@@ -300,6 +300,7 @@ class SnowflakeGenerator(Forkable, Observed):
             value = next(ids, 0)
             if value and self._ids is ids:
                 return value
+        self._check_fork()  # before the lock, which a thread of a parent may hold
         try:
             with self._lock:
                 return self._next_slow()
@@ -317,6 +318,7 @@ class SnowflakeGenerator(Forkable, Observed):
             raise ValueError(f"n must not be negative, got {n}")
         ids: list[int] = []
         reordered = False
+        self._check_fork()
         with self._lock:
             self._disarm()
             while len(ids) < n:
@@ -366,9 +368,8 @@ class SnowflakeGenerator(Forkable, Observed):
             self._window_end = self._window_start + self._unit_ns
 
     def _issue(self) -> int:
-        """The next ID by the full rules, with the window closed; lock held."""
-        if os.getpid() != self._pid:
-            self._refuse_hookless_fork()
+        """The next ID by the full rules, with the window closed; lock held (taken after the
+        hookless-fork check)."""
         while True:
             if self.lease is None:
                 self._acquire_inside_id()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -25,6 +26,9 @@ def child_exit_code(issue: Callable[[], int]) -> int:
     time.sleep(0.002)  # past the last ID's time unit: the child's first ID is not lock-free
     pid = ctypes.CDLL(None).fork()
     if pid == 0:
+        # A child that hangs (a lock a thread of the parent held at the fork) dies in 20 s:
+        # the test fails then, not at pytest-timeout's ten minutes.
+        signal.alarm(20)
         try:
             issue()
             code = 1
@@ -34,6 +38,7 @@ def child_exit_code(issue: Callable[[], int]) -> int:
             code = 2
         os._exit(code)
     _, status = os.waitpid(pid, 0)
+    assert not os.WIFSIGNALED(status), f"the child hung (killed by signal {os.WTERMSIG(status)})"
     return os.waitstatus_to_exitcode(status)
 
 
