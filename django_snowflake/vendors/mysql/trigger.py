@@ -33,10 +33,13 @@ and drawn without a lock that anyone waits for:
 - **Following the wall clock** (``SYSDATE()``, the real time even within a long statement; it
   ignores ``SET TIMESTAMP``): a call whose ``m`` is behind it catches ``base`` up, under
   ``GET_LOCK(name, 0)`` so that one session moves it at a time; a session that does not get
-  the lock returns its value, unique and slightly behind, rather than queue. A call
-  interrupted while it holds the lock (``KILL``, ``max_statement_time``: no handler runs)
-  leaves it to its session, which releases it at its next catch-up; until then, or until
-  that connection closes, the other sessions' keys stay unique but fall behind the clock.
+  the lock returns its value, unique and slightly behind (at most :data:`FRESH_MS`), rather
+  than queue; further behind, after an idle pause, it waits for the lock up to
+  :data:`CATCH_UP_WAIT_S` and draws again above the catch-up. A call interrupted while it
+  holds the lock (``KILL``, ``max_statement_time``: no handler runs) leaves it to its
+  session, which releases it at its next catch-up; until then, or until that connection
+  closes, the other sessions' keys stay unique but fall behind the clock, and each call
+  behind it waits :data:`CATCH_UP_WAIT_S` for the lock.
 - **A bound on the lead**: the number ``mark`` holds the last catch-up or skip point ``P``
   (raised every half lead, rounding down). The function never returns a key whose time is
   more than ``lead`` units past ``max(now, P)``: a burst that runs further waits
@@ -96,6 +99,13 @@ HIGH_VARIABLE = "@django_snowflake_id_high"
 VERSION_VARIABLE = "@django_snowflake_id_version"
 #: The catch-up lock: a name per database (GET_LOCK names are the server's).
 LOCK_SQL = "CONCAT('django_snowflake_id:', MD5(DATABASE()))"
+#: A call whose draw is at most this far behind the clock returns it when another session
+#: holds the catch-up lock; one further behind waits for that session up to
+#: :data:`CATCH_UP_WAIT_S` (a catch-up takes a few draws), then draws again: keys stay within
+#: 50 ms of the clock after an idle pause. A lock that outlives its catch-up (a call killed
+#: while it held it) costs each call behind the clock that wait, and its key the lag.
+FRESH_MS = 25
+CATCH_UP_WAIT_S = 0.1
 
 #: The column default's sequence: layout units, ``time << sequence_bits | sequence``.
 KEY_SEQUENCE = f"{PREFIX}key"
@@ -433,6 +443,7 @@ def _function_sql(
     seen = seens.sum_sql()
     now_units = now_units_sql(layout)
     half = lead_units // 2
+    fresh = max(1, FRESH_MS // layout.time_unit_ms)
     lock = "lock_name"
     # A call interrupted while it held the lock (KILL, max_statement_time: no handler runs)
     # leaves it to its session; no call of this session holds it now.
@@ -521,10 +532,18 @@ def _function_sql(
                 END IF;
             END IF;
             -- m is unique but behind the clock: catch base up, unless another session does.
+            -- A call close to the clock leaves with m; one further behind (after an idle
+            -- pause) waits a little for the session catching up, then draws again.
             SET {lock} = {LOCK_SQL};
             {stale}
             IF GET_LOCK({lock}, 0) IS NOT TRUE THEN
-                LEAVE draw;
+                -- Nested, not AND/OR: a GET_LOCK evaluated twice would hold the lock twice.
+                IF now_u - m DIV {unit} <= {fresh} THEN
+                    LEAVE draw;
+                END IF;
+                IF GET_LOCK({lock}, {CATCH_UP_WAIT_S}) IS NOT TRUE THEN
+                    LEAVE draw;
+                END IF;
             END IF;
             SELECT s0.next_not_cached_value, v.next_not_cached_value INTO b2, k
                 FROM {digits.prefix}0 s0, {version} v;
