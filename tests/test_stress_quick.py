@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from typing import Any
 
 import pytest
 
@@ -33,7 +34,21 @@ def test_torture_never_duplicates_under_chaos() -> None:
     config = dataclasses.replace(
         TortureConfig.quick(), processes=5, target_ids=60_000, min_seconds=15, max_processes=8
     )
-    result = run_torture(VENDOR, config)
+    stepped_fast = 0
+    # Whether a stepped worker issued between two of its samples (0.5 s apart) is chance: the
+    # one or two clock faults of a 15 s run may land on a worker that is paused or killed
+    # meanwhile (CI: 0 in a run with one of each). Every run is judged whole; only that
+    # coverage adds up, over at most three runs.
+    for _ in range(3):
+        result = run_torture(VENDOR, config)
+        check_torture(result)
+        stepped_fast += result["fast_path_ids_while_stepped"]
+        if stepped_fast:
+            break
+    assert stepped_fast > 0, explain(result)
+
+
+def check_torture(result: dict[str, Any]) -> None:
     assert result["passed"], explain(result)
     assert result["duplicates"] == 0
     assert sum(result["faults"].values()) >= 10, result["faults"]
@@ -43,10 +58,10 @@ def test_torture_never_duplicates_under_chaos() -> None:
     assert all(result["faults"].get(kind) for kind in kinds), result["faults"]
     # libfaketime stepped the real clock (the workers saw their time.time_ns() leave their
     # monotonic clock), and the generators kept their lock-free fast path through it, also
-    # while stepped: the injected clock of before closed it (0 fast-path IDs).
+    # while stepped (counted by the caller): the injected clock of before closed it (0
+    # fast-path IDs).
     assert result["max_step_seen_ms"] >= 2, explain(result)
     assert result["fast_path_share"] > 0.5, explain(result)
-    assert result["fast_path_ids_while_stepped"] > 0, explain(result)
     # A reset under load happened in a worker, and every process of another layout was
     # refused without issuing.
     assert result["resets_done"] >= 1, explain(result)
