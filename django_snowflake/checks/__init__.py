@@ -13,7 +13,12 @@ the worker table and each database's function, :mod:`.deployment` is ``check --d
 
 from __future__ import annotations
 
-from .databases import check_database_functions, check_standbys, check_worker_table
+from .databases import (
+    check_database_clocks,
+    check_database_functions,
+    check_standbys,
+    check_worker_table,
+)
 from .deployment import DEPLOYMENT, FAILOVER_SECONDS, check_deployment
 from .models import (
     NARROW_INTEGER_TYPES,
@@ -46,6 +51,7 @@ __all__ = [
     "allocator_class",
     "check_admin_mixin",
     "check_auto_field_switch",
+    "check_database_clocks",
     "check_database_functions",
     "check_deployment",
     "check_generic_relations",

@@ -1,5 +1,6 @@
 """The checks that read the databases they are given (``Tags.database``): the worker table
-(E039, W030) and each database's own Snowflake function (W050-W054, W058)."""
+(E039, W030) and each database's own Snowflake function (W050-W054, W058; W059 with
+``check --deploy``)."""
 
 from __future__ import annotations
 
@@ -86,12 +87,12 @@ def check_standbys(
                 "writes."
             ),
             _(
-                "No ID repeats: after a failover, claims wait LEASE_SECONDS and a quarter "
-                'before they issue IDs (docs: "High-availability databases"). To lose no write, '
-                "replicate synchronously (synchronous_standby_names, semi-synchronous "
-                "replication) at the cost of a round trip per commit; the wait stays, as every "
-                "promotion is a new incarnation. Else silence django_snowflake.W030 in "
-                "SILENCED_SYSTEM_CHECKS."
+                "No ID repeats: after a failover, claims issue IDs at once, above every time "
+                'a lost lease may have used (SNOWFLAKE["FAILOVER"], docs: "High-availability '
+                'databases"). To lose no write, replicate synchronously '
+                "(synchronous_standby_names, semi-synchronous replication) at the cost of a "
+                "round trip per commit; the skip stays, as every promotion is a new "
+                "incarnation. Else silence django_snowflake.W030 in SILENCED_SYSTEM_CHECKS."
             ),
             alias=repr(alias),
             count=count,
@@ -181,6 +182,36 @@ def _keys_switch(alias: str) -> CheckMessage | None:
     )
 
 
+def _stranger_texts() -> dict[bool, tuple[Any, Any]]:
+    """W058's message and hint: on the trigger path (``False``), on the column default."""
+    return {
+        True: (
+            _(
+                "Galera node %(node)s of database %(alias)s has no keys of its own: the keys' "
+                "expression does not name it, and every INSERT through it that leaves a "
+                "Snowflake key out fails."
+            ),
+            _(
+                "It was down, or not yet in the cluster, at the last migrate. Run: python "
+                "manage.py migrate --database=%(alias)s through any node while it is in the "
+                "cluster."
+            ),
+        ),
+        False: (
+            _(
+                "Galera node %(node)s of database %(alias)s has no Snowflake function of its "
+                "own: every INSERT through it that leaves a Snowflake key out fails."
+            ),
+            _(
+                "A migrate through another node did not reach it (it advertises no address, "
+                "wsrep_node_incoming_address = AUTO, or was down or unreachable), or a state "
+                "transfer copied another node's function. Run: python manage.py migrate "
+                "--database=%(alias)s connected to this node."
+            ),
+        ),
+    }
+
+
 def check_database_functions(
     app_configs: Any = None, databases: Any = None, **kwargs: Any
 ) -> list[CheckMessage]:
@@ -214,6 +245,7 @@ def check_database_functions(
             keys = database(connections[alias])
             exists, slot = keys.function_slot()
             stranger = keys.node_name() if exists and keys.stranger() else None
+            unnamed = stranger is not None and (keys.keys_paths() or ("",))[0] == "default"
             grants = keys.missing_grants()
         except DatabaseError:
             continue  # not reachable or not migrated: nothing to judge
@@ -233,25 +265,9 @@ def check_database_functions(
         if not exists:
             continue
         if stranger:
-            messages.append(
-                _warning(
-                    "W058",
-                    _(
-                        "Galera node %(node)s of database %(alias)s has no Snowflake function "
-                        "of its own: every INSERT through it that leaves a Snowflake key out "
-                        "fails."
-                    ),
-                    _(
-                        "A migrate through another node did not reach it (it advertises no "
-                        "address, wsrep_node_incoming_address = AUTO, or was down or "
-                        "unreachable), or a state transfer copied another node's function. "
-                        "Run: python manage.py migrate --database=%(alias)s connected to "
-                        "this node."
-                    ),
-                    alias=alias,
-                    node=stranger,
-                )
-            )
+            # W058 says what is true of the node's path.
+            text = _stranger_texts()[unnamed]
+            messages.append(_warning("W058", *text, alias=alias, node=stranger))
             continue
         try:
             switch = _keys_switch(alias)
@@ -300,6 +316,87 @@ def check_database_functions(
                 slot=f"{slot[0]}/{slot[1]}",
                 coordination=coordination,
                 holder=holder or "nobody",
+            )
+        )
+    return messages
+
+
+def _idle_reasons() -> dict[str, tuple[Any, Any]]:
+    """What W059 says for each of :meth:`~.vendors.base.Database.idle_clock`'s answers."""
+    return {
+        "off": (
+            _("the server's event scheduler is off, so its event %(event)s never runs"),
+            _(
+                "Run SET GLOBAL event_scheduler = ON, and set event_scheduler = ON in the "
+                "server's configuration so that it stays on after a restart."
+            ),
+        ),
+        "missing": (
+            _("the database has no event %(event)s: the role that ran migrate may not create one"),
+            _(
+                "Run as the server's administrator: GRANT EVENT ON the database TO the role that "
+                "runs migrate; then run: python manage.py migrate --database=%(alias)s."
+            ),
+        ),
+        "disabled": (
+            _(
+                "its event %(event)s is disabled on this server, as replication leaves it on a "
+                "replica, which this server was before a failover"
+            ),
+            _(
+                "Run: python manage.py migrate --database=%(alias)s (or ALTER EVENT %(event)s "
+                "ENABLE) on the new primary after each failover."
+            ),
+        ),
+        "hidden": (
+            _("this role may not see the database's events"),
+            _("Run check --deploy --database=%(alias)s as the role that runs migrate."),
+        ),
+        "galera": (
+            _("on a Galera cluster, no event moves a node's key clock"),
+            _(
+                "Keep a process of the project running, or accept raw keys as old as the last "
+                "process's heartbeat on each node (docs: High-availability databases)."
+            ),
+        ),
+    }
+
+
+def check_database_clocks(
+    app_configs: Any = None, databases: Any = None, **kwargs: Any
+) -> list[CheckMessage]:
+    """W059 (``check --deploy --database``): a database whose raw keys stop following the
+    clock while no process of the project runs (MariaDB's column default without a running
+    event, docs: Grants)."""
+    if databases is None or runtime.settings_errors():
+        return []
+    from django.db import DatabaseError, connections
+
+    from ..vendors import database
+    from ..vendors.mysql.keys import TICK_EVENT as event
+
+    reasons = _idle_reasons()
+    messages: list[CheckMessage] = []
+    for alias in databases:
+        try:
+            reason = database(connections[alias]).idle_clock()
+        except DatabaseError:
+            continue  # not reachable or not migrated: nothing to judge
+        if reason is None:
+            continue
+        why, hint = reasons[reason]
+        messages.append(
+            _warning(
+                "W059",
+                _(
+                    "Keys of raw INSERTs into database %(alias)s stop following the clock "
+                    "while no process of the project runs (they count up from the last "
+                    "heartbeat's move): %(why)s."
+                ),
+                hint,
+                alias=alias,
+                why=str(why) % {"event": event},
+                event=event,
             )
         )
     return messages

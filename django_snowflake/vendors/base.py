@@ -197,6 +197,13 @@ class Database:
         nothing moves the clock."""
         return []
 
+    def idle_clock(self) -> str | None:
+        """Why the key clock that :meth:`move_clock` moves would stop while no process of the
+        project runs (``check --deploy``, W059): ``"off"``, ``"missing"``, ``"disabled"``,
+        ``"hidden"`` (MariaDB's event, :func:`.mysql.keys.idle_clock`) or ``"galera"`` (no event
+        moves a node's clock); ``None`` when something does, or the keys need no mover."""
+        return None
+
     def hidden_function(self) -> str | None:
         """Why the function is installed but this role cannot see it (its catalog hides a
         routine the role may not execute), with the ``GRANT`` that shows it; ``None`` when the

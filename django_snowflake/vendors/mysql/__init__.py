@@ -4,6 +4,7 @@ or from the strict trigger and function (:mod:`.trigger`, ``SNOWFLAKE["MARIADB_K
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,8 @@ from .trigger import mysql_function_sql
 
 #: MySQL's and MariaDB's error for a deadlock, and for a Galera certification conflict.
 DEADLOCK = 1213
+
+logger = logging.getLogger("django_snowflake")
 
 
 def keys_setting() -> str:
@@ -89,6 +92,47 @@ class MariaDB(ServerDatabase):
             copied=f"this is Galera node {node}'s function (a state transfer copied it): "
             f"manage.py migrate --database={alias} through this node",
         )
+
+    def install(self, editor: BaseDatabaseSchemaEditor) -> None:
+        """The path's statements, then the event that moves the column default's clock while
+        no process runs (:func:`.keys.tick_sql`; dropped off that path and on Galera, whose
+        nodes' clocks it cannot move). A role that may not create events migrates all the
+        same, with a warning: the event is an addition to the heartbeats, and
+        ``check --deploy`` says what its absence costs (W059)."""
+        super().install(editor)
+        from ...conf import get_layout
+
+        layout = get_layout()
+        ticks = self.node_name() is None and keys_setting() == KEYS_DEFAULT
+        statements = (
+            keys.tick_sql(layout, lead_units=lead_units(layout), hold_units=hold_units(layout))
+            if ticks
+            else [keys.DROP_TICK_SQL]
+        )
+        try:
+            for statement in statements:
+                editor.execute(statement, params=None)
+        except DatabaseError as exc:
+            if exc.args[:1] not in [(code,) for code in keys.DENIED]:
+                raise
+            if ticks:
+                logger.warning(
+                    "Database %r: the role that runs migrate may not create the event %s, so "
+                    "raw keys follow the clock only while a process runs (%s). GRANT EVENT ON "
+                    "the database to it and migrate again (docs: Grants).",
+                    self.alias,
+                    keys.TICK_EVENT,
+                    exc.args[-1],
+                )
+
+    def idle_clock(self) -> str | None:
+        paths = self.keys_paths()
+        if paths is None or paths[0] != KEYS_DEFAULT:
+            return None
+        if self.node_name() is not None:
+            return "galera"
+        with self.connection.cursor() as cursor:
+            return keys.idle_clock(cursor)
 
     def is_plain_bigint(self, row: tuple[str, ...]) -> bool:
         return row[0] == "bigint" and "auto_increment" not in row[1].lower()

@@ -8,7 +8,9 @@ with the ``twitter`` layout. Each ``NEXT VALUE FOR`` draws (written twice it wou
 twice); ``PREVIOUS VALUE FOR`` is the session's last draw, the one just made, left to right,
 row by row in a multi-row INSERT. No trigger: an INSERT that gives its key (every one Django
 makes) pays nothing. The sequence follows the wall clock only because something moves it
-forward: each process's heartbeat, once a second (:func:`move_clock_sql`), and ``migrate``.
+forward: each process's heartbeat, once a second (:func:`move_clock`), ``migrate``, and, while
+no process runs, the server's own event :data:`TICK_EVENT` (:func:`tick_sql`) where the event
+scheduler is on.
 ``SETVAL`` only moves a sequence forward, so keys between two moves count up from the last one:
 they never repeat nor go back, and lag the clock by the time since the last move. The
 incarnation the sequence last skipped for is a row of :data:`CLOCK_TABLE` (read by the
@@ -265,6 +267,95 @@ def missing_grants(cursor: Any, node: str | None = None) -> list[str]:
     ]
 
 
+def _move_target(layout: BitLayout) -> str:
+    """The ``SETVAL`` of a move: the next key is the wall clock's first."""
+    return f"{now_units_sql(layout)} * {1 << layout.sequence_bits} - 1"
+
+
+def _skip_target(clock: KeyClock, layout: BitLayout, *, lead_units: int, hold_units: int) -> str:
+    """The ``SETVAL`` of a skip, past anything an old incarnation may have issued."""
+    unit = 1 << layout.sequence_bits
+    return (
+        f"SELECT (GREATEST({now_units_sql(layout)}, next_not_cached_value DIV {unit}) "
+        f"+ {hold_units + 2 * lead_units}) * {unit} FROM {clock.sequence}"
+    )
+
+
+#: The server's event that moves the key clock as a heartbeat does, so that raw keys follow the
+#: clock while no process of the project runs (MariaDB's event scheduler, when it is on).
+TICK_EVENT = f"{PREFIX}tick"
+#: How many moves a tick makes, evenly spread over its second: an event runs at most once a
+#: second, and a key drawn just before the next move lags the clock by the time since the last.
+MOVES_PER_TICK = 2
+#: What the event's comment says.
+TICK_COMMENT = "django_snowflake: moves the key clock while no process does (docs: Grants)"
+
+
+def tick_sql(layout: BitLayout, *, lead_units: int, hold_units: int) -> list[str]:
+    """The statements (re)creating :data:`TICK_EVENT`: every second, :data:`MOVES_PER_TICK`
+    times, what :func:`move_clock` does (a move, or the skip of a new incarnation under the
+    same lock), on the server's own clock; nothing on a read-only server. A lock its run
+    holds is released when the run's thread ends, whatever stopped it."""
+    clock = KeyClock(None)
+    same = (
+        f"EXISTS (SELECT 1 FROM {clock.table} WHERE id = 1 AND incarnation = {clock.incarnation})"
+    )
+    setval = f"EXECUTE IMMEDIATE CONCAT('DO SETVAL({clock.sequence}, ', {SETVAL_VARIABLE}, ')');"
+    skip = _skip_target(clock, layout, lead_units=lead_units, hold_units=hold_units)
+    body = f"""BEGIN
+    DECLARE moves INT DEFAULT 0;
+    WHILE moves < {MOVES_PER_TICK} AND NOT @@read_only DO
+        IF moves > 0 THEN DO SLEEP({1 / MOVES_PER_TICK}); END IF;
+        IF {same} THEN
+            SET {SETVAL_VARIABLE} = {_move_target(layout)};
+            {setval}
+        ELSEIF GET_LOCK({LOCK_SQL}, 10) THEN
+            IF NOT {same} THEN
+                SET {SETVAL_VARIABLE} = ({skip});
+                {setval}
+                REPLACE INTO {clock.table} (id, incarnation) VALUES (1, {clock.incarnation});
+            END IF;
+            DO RELEASE_LOCK({LOCK_SQL});
+        END IF;
+        SET moves = moves + 1;
+    END WHILE;
+END"""
+    return [
+        f"DROP EVENT IF EXISTS {TICK_EVENT}",
+        f"CREATE EVENT {TICK_EVENT} ON SCHEDULE EVERY 1 SECOND ON COMPLETION PRESERVE ENABLE "
+        f"COMMENT '{TICK_COMMENT}' DO {body}",
+    ]
+
+
+#: Off the column-default path (the trigger's function follows the clock itself).
+DROP_TICK_SQL = f"DROP EVENT IF EXISTS {TICK_EVENT}"
+
+
+def idle_clock(cursor: Any) -> str | None:
+    """Why the key clock would stop while no process runs: ``"off"`` (the server's event
+    scheduler), ``"missing"`` (no :data:`TICK_EVENT`: the role that ran ``migrate`` may not
+    create events), ``"disabled"`` (a replica's copy, as replication leaves it, on a promoted
+    server), ``"hidden"`` (this role may not see events); ``None`` when the event runs."""
+    cursor.execute(
+        "SELECT @@event_scheduler, (SELECT status FROM information_schema.EVENTS "
+        "WHERE event_schema = DATABASE() AND event_name = %s)",
+        [TICK_EVENT],
+    )
+    scheduler, status = cursor.fetchone()
+    if str(scheduler).upper() != "ON":
+        return "off"
+    if status is None:
+        # The catalog lists the events of schemas the role holds EVENT on.
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM information_schema.USER_PRIVILEGES "
+            "WHERE privilege_type = 'EVENT') OR EXISTS (SELECT 1 FROM "
+            "information_schema.SCHEMA_PRIVILEGES WHERE privilege_type = 'EVENT' "
+            "AND DATABASE() LIKE table_schema)"
+        )
+        return "missing" if cursor.fetchone()[0] else "hidden"
+    return None if status == "ENABLED" else "disabled"
+
+
 def move_clock(
     cursor: Any, layout: BitLayout, *, lead_units: int, hold_units: int, node: str | None = None
 ) -> str:
@@ -277,8 +368,6 @@ def move_clock(
     database is on the trigger path, no clock table, or read-only, a replica). A role that
     lacks a privilege it needs gets MariaDB's error (:func:`missing_grants` names them)."""
     clock = KeyClock(node)
-    unit = 1 << layout.sequence_bits
-    now = now_units_sql(layout)
     # A read-only server is a replica (an alias for reads): its sequence follows the
     # primary's, and a skip there would diverge from it.
     cursor.execute(
@@ -298,7 +387,7 @@ def move_clock(
                 return ""
             raise
     cursor.execute(
-        f"SELECT incarnation = {clock.incarnation}, {now} * {unit} - 1 "
+        f"SELECT incarnation = {clock.incarnation}, {_move_target(layout)} "
         f"FROM {clock.table} WHERE id = 1"
     )
     row = cursor.fetchone()
@@ -311,8 +400,7 @@ def move_clock(
         row = cursor.fetchone()
         if row is None or not row[0]:
             cursor.execute(
-                f"SELECT (GREATEST({now}, next_not_cached_value DIV {unit}) "
-                f"+ {hold_units + 2 * lead_units}) * {unit} FROM {clock.sequence}"
+                _skip_target(clock, layout, lead_units=lead_units, hold_units=hold_units)
             )
             cursor.execute(f"DO SETVAL({clock.sequence}, %s)", [int(cursor.fetchone()[0])])
             cursor.execute(
