@@ -275,6 +275,55 @@ def test_a_statement_cancelled_while_it_holds_the_lock_releases_it(
     assert taken
 
 
+def test_a_cancel_that_lands_on_a_cancelled_catch_up_leaves_no_lock(database: Database) -> None:
+    """Issue 32: a storm of pg_cancel_backend() left the catch-up's lock held by one session,
+    and keys seconds behind. A forced interleaving of the cause: a catch-up blocked while it
+    holds the lock (as above) is cancelled, and cancels keep coming, 0.2 ms apart, while the
+    cancelled block unwinds. On 322b80c the block's handler, which released the lock, ran a
+    scan of pg_locks (made long here by another session's 2,000 locks) that a second cancel
+    interrupted: the lock stayed held. The lock now goes with the block's rollback, which no
+    cancel interrupts."""
+    import psycopg
+
+    database.install(TWITTER)
+    stop = threading.Event()
+    with (
+        contextlib.closing(database.connect()) as crowd,
+        contextlib.closing(database.connect()) as blocker,
+        contextlib.closing(database.connect()) as cancelled,
+        contextlib.closing(database.connect()) as canceller,
+    ):
+        crowd.execute("SELECT count(pg_advisory_lock(1, k)) FROM generate_series(1, 2000) k")
+        draw(blocker, 1)
+        draw(cancelled, 1)  # the session's check of the incarnation done
+        pid = cancelled.info.backend_pid
+
+        def cancel() -> None:
+            while not stop.wait(0.0002):
+                canceller.execute("SELECT pg_cancel_backend(%s)", [pid])
+
+        for _ in range(5):
+            time.sleep(0.05)  # the clock 50 ms past the last catch-up
+            blocker.execute("BEGIN")
+            blocker.execute(f"ALTER SEQUENCE {ANCHOR} OWNER TO CURRENT_USER")
+            stop.clear()
+            storm = threading.Thread(target=cancel)
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                threading.Timer(0.2, storm.start).start()
+                draw(cancelled, 1)
+            time.sleep(0.05)
+            stop.set()
+            storm.join()
+            blocker.execute("ROLLBACK")
+            (held,) = cancelled.execute(HELD).fetchone()
+            assert held == 0
+        crowd.execute("SELECT pg_advisory_unlock_all()")
+        lags = []
+        keyed_table(database)
+        lags = fresh_lags(database, 5)
+    assert max(lags) <= BEHIND_MS, lags
+
+
 def test_a_session_that_finds_a_catch_up_under_way_returns_a_key_from_after_it(
     database: Database,
 ) -> None:

@@ -4,14 +4,14 @@ Sequences are non-transactional: a rollback never lowers the clock. An ID is ``b
 counter`` read in layout units (time, then sequence), so the logical clock never goes back,
 whatever the server's clock does. A value at most ``slack`` (10 ms) behind the wall clock is
 returned as drawn. A session further behind moves ``base`` up to the clock if it takes an
-advisory lock *without waiting* (``pg_try_advisory_lock``) and draws again; a session that
+advisory lock *without waiting* (``pg_try_advisory_xact_lock``) and draws again; a session that
 finds the lock taken (another is catching up) returns its value if it is at most ``lag`` (25
 ms) behind, else sleeps a millisecond and draws again, so no key is returned from long before
 a catch-up (an idle pause), and nobody queues on the lock: the convoy of a lock every session
-waits on at each new millisecond cannot form. The lock is a session lock held only
-inside one block of one call, released by the block's handler on any error, a cancel or a
-``statement_timeout`` included: it never outlives the statement, nor does the caller's
-transaction hold it. A burst may run ahead of the clock by ``lead`` units past the ``anchor``
+waits on at each new millisecond cannot form. The lock is held only inside one block of one
+call, a subtransaction that always ends in a rollback (:data:`DONE`), which releases it
+whatever ends the block, cancels included, with no handler code to run: it never outlives the
+statement, nor does the caller's transaction hold it. A burst may run ahead of the clock by ``lead`` units past the ``anchor``
 (a catch-up point, raised every half lead); beyond, the function sleeps until the clock is
 there. On the first call of a session it compares the server's incarnation (system identifier
 and timeline, as the process leases do) with the one it last saw; after a promotion or a
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from textwrap import indent
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -53,21 +52,13 @@ LAG_MS = 25
 # not catching up (a session that took the key outside the function, or one an earlier version
 # of the function left holding it after a cancel) keeps it that long.
 CATCH_UP_WAIT_MS = 100
-# A session's lock on PG_LOCK_KEY as pg_locks shows it (a bigint key: its high and low halves).
-HELD_SQL = (
-    "EXISTS (SELECT FROM pg_catalog.pg_locks WHERE locktype = 'advisory' "
-    "AND pid = pg_catalog.pg_backend_pid() AND granted AND objsubid = 1 "
-    f"AND classid = {(PG_LOCK_KEY >> 32) & 0xFFFFFFFF} AND objid = {PG_LOCK_KEY & 0xFFFFFFFF})"
-)
-# The handler of each block that takes the lock: whatever ended the block, a cancel or a
-# statement_timeout included (OTHERS does not catch query_canceled), it releases the lock if
-# this session holds it (an unlock of a lock not held warns), so the lock never outlives the
-# statement. A transaction-level lock would instead be held until the caller commits.
-RELEASE = f"""EXCEPTION WHEN OTHERS OR query_canceled THEN
-    IF {HELD_SQL} THEN
-        PERFORM pg_advisory_unlock({PG_LOCK_KEY});
-    END IF;
-    RAISE;"""
+# The catch-up's lock is a transaction-level lock taken inside a block (a subtransaction) that
+# always ends in a rollback: the block raises DONE at its end and its handler catches it, and
+# anything else that ends it (a cancel, a statement_timeout, an error, a second cancel on top
+# of the first) rolls it back as well. The rollback releases the lock, and the setvals stay
+# (sequences are not transactional): no code has to run for the lock to go, so it never
+# outlives the statement, nor lives on in the caller's transaction.
+DONE = "SF001"
 
 
 def schema() -> str:
@@ -228,7 +219,7 @@ BEGIN
         BEGIN
             -- The one wait on the lock, once per session and only after a new incarnation:
             -- a catch-up holds it for microseconds.
-            PERFORM pg_advisory_lock({PG_LOCK_KEY});
+            PERFORM pg_advisory_xact_lock({PG_LOCK_KEY});
             IF current <> (SELECT last_value FROM {incarnation_seq}) THEN
                 SELECT last_value INTO b FROM {base};
                 SELECT last_value INTO n FROM {counter};
@@ -238,8 +229,9 @@ BEGIN
                 PERFORM setval('{literal[anchor]}', f);
                 PERFORM setval('{literal[incarnation_seq]}', current);
             END IF;
-            PERFORM pg_advisory_unlock({PG_LOCK_KEY});
-{indent(RELEASE, " " * 8)}
+            RAISE SQLSTATE '{DONE}';
+        EXCEPTION WHEN SQLSTATE '{DONE}' THEN
+            NULL;
         END;
     END IF;
     -- A cache of this server session's own check, not of a client's: a server session never
@@ -281,7 +273,7 @@ BEGIN
             -- lock taken without waiting and released in this block whatever happens.
             caught := false;
             BEGIN
-                IF pg_try_advisory_lock({PG_LOCK_KEY}) THEN
+                IF pg_try_advisory_xact_lock({PG_LOCK_KEY}) THEN
                     SELECT last_value INTO b1 FROM {base};
                     SELECT last_value INTO n FROM {counter};
                     IF b1 + n < (now_u << {sb}) THEN
@@ -292,9 +284,10 @@ BEGIN
                             PERFORM setval('{literal[anchor]}', now_u);
                         END IF;
                     END IF;
-                    caught := pg_advisory_unlock({PG_LOCK_KEY});
+                    RAISE SQLSTATE '{DONE}';
                 END IF;
-{indent(RELEASE, " " * 12)}
+            EXCEPTION WHEN SQLSTATE '{DONE}' THEN
+                caught := true;
             END;
             CONTINUE WHEN caught;
             -- Another session is catching up: further behind than lag, draw again after it,
