@@ -1,20 +1,24 @@
-"""Roles with only the grants a DBA gives, on a real MariaDB (issue 32, docs/grants.rst).
+"""Roles with only the grants a DBA gives, on real MariaDB and PostgreSQL servers (issue 32,
+docs/grants.rst).
 
 The test database is migrated by the suite's own user, the owner. Each test creates roles of
 its own on the same server, grants them what the test names, and runs real processes as them
 (``python -m django ...`` on ``tests.settings``, connected to the test database): the app
 (Django's tables, granted table by table, as a careful DBA grants) and a service that inserts
-raw rows. Both key paths: the column default here, the trigger under
-``SNOWFLAKE_TEST_MARIADB_KEYS=trigger`` (CI's strict-path step).
+raw rows. On MariaDB both key paths: the column default here, the trigger under
+``SNOWFLAKE_TEST_MARIADB_KEYS=trigger`` (CI's strict-path step); on PostgreSQL the function in
+``public`` and in a function schema of its own, with ``EXECUTE`` revoked from ``PUBLIC``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -25,8 +29,11 @@ from tests.testapp.models import Customer
 
 TRIGGER = settings.SNOWFLAKE.get("MARIADB_KEYS") == "trigger"
 
+VENDOR = os.environ.get("SNOWFLAKE_TEST_DB", "sqlite")
+MARIADB = pytest.mark.skipif(VENDOR != "mariadb", reason="MariaDB's roles")
+POSTGRESQL = pytest.mark.skipif(VENDOR != "postgresql", reason="PostgreSQL's roles")
 pytestmark = [
-    pytest.mark.skipif(os.environ.get("SNOWFLAKE_TEST_DB") != "mariadb", reason="MariaDB's roles"),
+    pytest.mark.skipif(VENDOR == "sqlite", reason="SQLite has no roles"),
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -90,15 +97,19 @@ def table_by_table() -> list[str]:
     return [*grants, "GRANT SELECT ON `{db}`.`django_migrations` TO {role}"]
 
 
-def run_as(name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python *args`` on the test database as role ``name``."""
+def run_as(
+    name: str, *args: str, database: str = "", snowflake: dict[str, Any] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python *args`` on the test database (or ``database``) as role ``name``, with the
+    suite's ``SNOWFLAKE`` (or ``snowflake``)."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
-        "SNOWFLAKE_TEST_DB": "mariadb",
+        "SNOWFLAKE_TEST_DB": VENDOR,
         "SNOWFLAKE_TEST_DB_USER": name,
         "SNOWFLAKE_TEST_DB_PASSWORD": "pw",
-        "SNOWFLAKE_TEST_DB_NAME": connection.settings_dict["NAME"],
+        "SNOWFLAKE_TEST_DB_NAME": database or connection.settings_dict["NAME"],
+        "SNOWFLAKE_TEST_SETTINGS": json.dumps(snowflake or settings.SNOWFLAKE),
         "PYTHONPATH": str(ROOT),
     }
     return subprocess.run(
@@ -130,6 +141,7 @@ print("lag:", float(now) - decode(key).timestamp.timestamp() * 1000)
 
 
 @pytest.mark.skipif(TRIGGER, reason="the heartbeat moves the clock on the column-default path")
+@MARIADB
 def test_an_app_granted_table_by_table_is_told_which_grants_the_heartbeat_lacks(
     role: Role,
 ) -> None:
@@ -151,6 +163,7 @@ def test_an_app_granted_table_by_table_is_told_which_grants_the_heartbeat_lacks(
 
 
 @pytest.mark.skipif(TRIGGER, reason="the heartbeat moves the clock on the column-default path")
+@MARIADB
 def test_with_the_documented_grants_the_app_moves_the_clock_and_raw_keys_follow_it(
     role: Role,
 ) -> None:
@@ -164,6 +177,7 @@ def test_with_the_documented_grants_the_app_moves_the_clock_and_raw_keys_follow_
     assert abs(raw_key_lag_ms(app, move=True)) < 1000
 
 
+@MARIADB
 def test_a_service_without_the_key_grant_gets_a_clear_error_and_with_it_inserts(
     role: Role,
 ) -> None:
@@ -190,6 +204,7 @@ with connection.cursor() as cursor:
     raw_key_lag_ms(granted)
 
 
+@MARIADB
 def test_show_worker_without_execute_says_it_cannot_read_the_function(role: Role) -> None:
     """Issue 32: it said "not installed ... run manage.py migrate" on both paths."""
     app = role(*table_by_table())
@@ -203,3 +218,133 @@ def test_show_worker_without_execute_says_it_cannot_read_the_function(role: Role
     shown = run_as(allowed, "-m", "django", "show_worker")
     assert shown.returncode == 0, shown.stderr
     assert "may not execute it" not in shown.stdout and "not installed" not in shown.stdout
+
+
+# PostgreSQL: the function's grants (docs/grants.rst), with EXECUTE revoked from PUBLIC.
+FUNCTIONS = ("django_snowflake_id()", "django_snowflake_id_failover()")
+#: What the app and a service need on the function schema, by docs/grants.rst.
+PG_FUNCTION_GRANTS = (
+    "GRANT USAGE ON SCHEMA {schema} TO {role}",
+    "GRANT SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}",
+    "GRANT EXECUTE ON FUNCTION {schema}.django_snowflake_id(), "
+    "{schema}.django_snowflake_id_failover() TO {role}",
+)
+
+
+class PgDatabase:
+    """A migrated database whose function lives in ``schema``: the test database (``public``)
+    or one of its own, migrated by the owner with ``FUNCTION_SCHEMA`` set."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        self.roles: list[str] = []
+        self.snowflake = {**settings.SNOWFLAKE, "FUNCTION_SCHEMA": schema}
+        self.name = connection.settings_dict["NAME"]
+        if schema != "public":
+            self.name = f"{self.name}_{schema}"
+            self.admin(f"CREATE DATABASE {self.name}", database="postgres")
+            migrated = run_as(
+                connection.settings_dict["USER"], "-m", "django", "migrate", "-v0",
+                database=self.name, snowflake=self.snowflake,
+            )  # fmt: skip
+            assert migrated.returncode == 0, migrated.stderr
+        functions = ", ".join(f"{schema}.{name}" for name in FUNCTIONS)
+        self.admin(f"REVOKE EXECUTE ON FUNCTION {functions} FROM PUBLIC")
+
+    def admin(self, *statements: str, database: str = "") -> None:
+        import psycopg
+
+        settings_dict = connection.settings_dict
+        with psycopg.connect(
+            host=settings_dict["HOST"], port=settings_dict["PORT"], user=settings_dict["USER"],
+            dbname=database or self.name, autocommit=True,
+        ) as session:  # fmt: skip
+            for statement in statements:
+                session.execute(statement)  # type: ignore[arg-type]
+
+    def role(self, *grants: str) -> str:
+        """A role with ``grants`` here (``{schema}``, ``{role}`` and ``{table}`` filled in)."""
+        name = f"snow_{uuid.uuid4().hex[:10]}"
+        self.admin(f"CREATE ROLE {name} LOGIN PASSWORD 'pw'")
+        self.roles.append(name)
+        self.admin(*(grant.format(schema=self.schema, role=name, table=TABLE) for grant in grants))
+        return name
+
+    def drop(self) -> None:
+        functions = ", ".join(f"{self.schema}.{name}" for name in FUNCTIONS)
+        if self.schema == "public":
+            self.admin(f"GRANT EXECUTE ON FUNCTION {functions} TO PUBLIC")
+            self.admin(*(f"DROP OWNED BY {name}" for name in self.roles))
+        else:
+            self.admin(f"DROP DATABASE IF EXISTS {self.name} WITH (FORCE)", database="postgres")
+        self.admin(*(f"DROP ROLE IF EXISTS {name}" for name in self.roles), database="postgres")
+
+
+@pytest.fixture(params=["public", "snowflake"])
+def pg_database(request: pytest.FixtureRequest) -> Iterator[PgDatabase]:
+    created = PgDatabase(request.param)
+    yield created
+    created.drop()
+
+
+#: An ORM insert and a raw one that leaves the key out; prints both keys.
+INSERTS = f"""
+import django
+django.setup()
+from django.db import connection
+from tests.testapp.models import Customer
+orm = Customer.objects.create(name="orm").pk
+with connection.cursor() as cursor:
+    cursor.execute("INSERT INTO {TABLE} (name) VALUES ('raw') RETURNING id")
+    print("keys:", orm, cursor.fetchone()[0])
+"""
+#: A raw insert that leaves the key out; prints the key.
+RAW = f"""
+import django
+django.setup()
+from django.db import connection
+with connection.cursor() as cursor:
+    cursor.execute("INSERT INTO {TABLE} (name) VALUES ('raw') RETURNING id")
+    print("key:", cursor.fetchone()[0])
+"""
+
+
+@POSTGRESQL
+def test_app_and_service_roles_hold_exactly_the_documented_grants(pg_database: PgDatabase) -> None:
+    """The app: DML on each of Django's tables and the function's grants; a service: INSERT
+    on its table and the same. Both insert, the app through the ORM and raw SQL."""
+    tables = connection.introspection.django_table_names(only_existing=True)
+    app = pg_database.role(
+        *(
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "{table}" TO {{role}}'
+            for table in tables
+        ),
+        *PG_FUNCTION_GRANTS,
+    )
+    done = run_as(app, "-c", INSERTS, database=pg_database.name, snowflake=pg_database.snowflake)
+    assert done.returncode == 0, done.stderr
+    orm, raw = map(int, done.stdout.split("keys:")[1].split())
+    assert orm != raw
+    service = pg_database.role(
+        "GRANT SELECT, INSERT ON TABLE {table} TO {role}", *PG_FUNCTION_GRANTS
+    )
+    done = run_as(service, "-c", RAW, database=pg_database.name, snowflake=pg_database.snowflake)
+    assert done.returncode == 0, done.stderr
+
+
+@POSTGRESQL
+@pytest.mark.parametrize(
+    ("left_out", "error"),
+    [
+        (1, "permission denied for sequence django_snowflake_id_"),
+        (2, "permission denied for function django_snowflake_id"),
+    ],
+    ids=["sequences", "execute"],
+)
+def test_a_service_missing_one_grant_gets_postgresqls_error_naming_it(
+    pg_database: PgDatabase, left_out: int, error: str
+) -> None:
+    grants = [grant for index, grant in enumerate(PG_FUNCTION_GRANTS) if index != left_out]
+    service = pg_database.role("GRANT SELECT, INSERT ON TABLE {table} TO {role}", *grants)
+    done = run_as(service, "-c", RAW, database=pg_database.name, snowflake=pg_database.snowflake)
+    assert done.returncode != 0 and error in done.stderr, done.stderr
