@@ -37,9 +37,14 @@ and drawn without a lock that anyone waits for:
   than queue; further behind, after an idle pause, it waits for the lock up to
   :data:`CATCH_UP_WAIT_S` and draws again above the catch-up. A call interrupted while it
   holds the lock (``KILL``, ``max_statement_time``: no handler runs) leaves it to its
-  session, which releases it at its next catch-up; until then, or until that connection
-  closes, the other sessions' keys stay unique but fall behind the clock, and each call
-  behind it waits :data:`CATCH_UP_WAIT_S` for the lock.
+  session, which lets it go at its next catch-up, or as its connection closes. Meanwhile a
+  session behind the clock that finds the holder running no statement (``Sleep`` in the
+  process list) catches up in its place, under a second lock named after the holder, which
+  the holder also takes before it lets the first go: two sessions never move ``base`` at
+  once, and keys stay at the clock. Where the function's definer may not see the holder's
+  connection (another user's, without ``PROCESS``), the others' keys stay unique but fall
+  behind the clock until the holder lets go, each call behind it waiting
+  :data:`CATCH_UP_WAIT_S`.
 - **A bound on the lead**: the number ``mark`` holds the last catch-up or skip point ``P``
   (raised every half lead, rounding down). The function never returns a key whose time is
   more than ``lead`` units past ``max(now, P)``: a burst that runs further waits
@@ -445,9 +450,21 @@ def _function_sql(
     half = lead_units // 2
     fresh = max(1, FRESH_MS // layout.time_unit_ms)
     lock = "lock_name"
+    wait = CATCH_UP_WAIT_S
     # A call interrupted while it held the lock (KILL, max_statement_time: no handler runs)
     # leaves it to its session; no call of this session holds it now.
     stale = f"WHILE IS_USED_LOCK({lock}) <=> CONNECTION_ID() DO DO RELEASE_LOCK({lock}); END WHILE;"
+    # Before a catch-up, the same under the lock named after this session (``stand_in``),
+    # which a session catching up in its place holds meanwhile; while another holds that, the
+    # call leaves with its value rather than let go of a lock that one relies on.
+    stand_in = f"CONCAT({lock}, ':', CONNECTION_ID())"
+    stale_in_place = f"""IF IS_USED_LOCK({lock}) <=> CONNECTION_ID() THEN
+                IF GET_LOCK({stand_in}, {wait}) IS NOT TRUE THEN
+                    LEAVE draw;
+                END IF;
+                {stale}
+                DO RELEASE_LOCK({stand_in});
+            END IF;"""
     return (
         header
         + f"""BEGIN
@@ -503,7 +520,7 @@ def _function_sql(
         END IF;
         BEGIN
             DECLARE b2 BIGINT; DECLARE k BIGINT; DECLARE x BIGINT; DECLARE p BIGINT;
-            DECLARE {lock} VARCHAR(64);
+            DECLARE holder BIGINT; DECLARE {lock} VARCHAR(64);
             DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN
                 IF {lock} IS NOT NULL THEN DO RELEASE_LOCK({lock}); END IF;
                 RESIGNAL;
@@ -535,13 +552,27 @@ def _function_sql(
             -- A call close to the clock leaves with m; one further behind (after an idle
             -- pause) waits a little for the session catching up, then draws again.
             SET {lock} = {LOCK_SQL};
-            {stale}
+            {stale_in_place}
             IF GET_LOCK({lock}, 0) IS NOT TRUE THEN
                 -- Nested, not AND/OR: a GET_LOCK evaluated twice would hold the lock twice.
                 IF now_u - m DIV {unit} <= {fresh} THEN
                     LEAVE draw;
                 END IF;
-                IF GET_LOCK({lock}, {CATCH_UP_WAIT_S}) IS NOT TRUE THEN
+                SET holder = IS_USED_LOCK({lock});
+                IF EXISTS (SELECT 1 FROM information_schema.PROCESSLIST
+                        WHERE ID = holder AND COMMAND = 'Sleep') THEN
+                    -- The holder runs no statement: a call of it was killed while it held
+                    -- the lock. Catch up in its place, under the lock named after it, while
+                    -- it still holds the first (it lets go only under the second).
+                    SET {lock} = CONCAT({lock}, ':', holder);
+                    IF GET_LOCK({lock}, {wait}) IS NOT TRUE THEN
+                        LEAVE draw;
+                    END IF;
+                    IF NOT IS_USED_LOCK({LOCK_SQL}) <=> holder THEN
+                        DO RELEASE_LOCK({lock});
+                        ITERATE draw;  -- it let go meanwhile
+                    END IF;
+                ELSEIF GET_LOCK({lock}, {wait}) IS NOT TRUE THEN
                     LEAVE draw;
                 END IF;
             END IF;
