@@ -183,6 +183,42 @@ def test_every_method_of_the_interface_on_a_node(cluster: galera.Galera) -> None
     assert found == dict.fromkeys(CASES, "implemented")
 
 
+def test_each_node_keeps_its_clock_with_no_process_running(cluster: galera.Galera) -> None:
+    """Issue 32: ``migrate`` through node 1 makes each node it reaches an event of its own,
+    with replication off (MariaDB runs a replicated event on one node only), which moves that
+    node's clock: after 10 s with no process, raw keys through node 2 are within a second of
+    its clock; ``check --deploy`` through node 2 says nothing of it, and says W059 with the
+    event disabled there."""
+    n1, n2, _ = cluster.nodes
+    database = "galera_default_tick"
+    n1.sql(f"CREATE DATABASE {database}")
+    migrated(n1, database)
+    for node in cluster.nodes:
+        node.sql("SET GLOBAL event_scheduler = ON")
+        assert f"node={node.name}" in node.sql(
+            f"SELECT event_comment FROM information_schema.EVENTS WHERE event_schema = '{database}'"
+        )
+    time.sleep(10)
+    lags = []
+    for _ in range(6):
+        key, now = n2.sql(
+            "INSERT INTO testapp_tag (name) VALUES ('raw'); "
+            "SELECT MAX(id), UNIX_TIMESTAMP(SYSDATE(3)) * 1000 FROM testapp_tag",
+            database,
+        ).split("\t")
+        lags.append(float(now) - unit_ms(int(key)))
+        time.sleep(0.2)
+    print("lags (ms):", sorted(lags))
+    assert all(-50 < lag < 1000 for lag in lags), lags
+    deploy = ("check", "--deploy", "--database", "default")
+    done = manage(n2, database, *deploy)
+    assert "W059" not in done.stdout + done.stderr, done.stdout + done.stderr
+    n2.sql("SET SESSION wsrep_on = OFF; ALTER EVENT django_snowflake_id_tick DISABLE", database)
+    done = manage(n2, database, *deploy)
+    said = done.stdout + done.stderr
+    assert "django_snowflake.W059" in said and "disabled" in said, said
+
+
 def test_a_node_killed_and_rejoined_skips_at_its_first_heartbeat(cluster: galera.Galera) -> None:
     """Node 3 is killed (kill -9) while raw INSERTs draw its sequence, and restarted (IST):
     its first heartbeat (a new ``wsrep_gcomm_uuid``: a new incarnation) skips its sequence

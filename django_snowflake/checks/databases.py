@@ -352,13 +352,6 @@ def _idle_reasons() -> dict[str, tuple[Any, Any]]:
             _("this role may not see the database's events"),
             _("Run check --deploy --database=%(alias)s as the role that runs migrate."),
         ),
-        "galera": (
-            _("on a Galera cluster, no event moves a node's key clock"),
-            _(
-                "Keep a process of the project running, or accept raw keys as old as the last "
-                "process's heartbeat on each node (docs: High-availability databases)."
-            ),
-        ),
     }
 
 

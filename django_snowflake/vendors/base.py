@@ -200,8 +200,8 @@ class Database:
     def idle_clock(self) -> str | None:
         """Why the key clock that :meth:`move_clock` moves would stop while no process of the
         project runs (``check --deploy``, W059): ``"off"``, ``"missing"``, ``"disabled"``,
-        ``"hidden"`` (MariaDB's event, :func:`.mysql.keys.idle_clock`) or ``"galera"`` (no event
-        moves a node's clock); ``None`` when something does, or the keys need no mover."""
+        or ``"hidden"`` (MariaDB's event, :func:`.mysql.keys.idle_clock`; on Galera each node's
+        own); ``None`` when something does, or the keys need no mover."""
         return None
 
     def hidden_function(self) -> str | None:

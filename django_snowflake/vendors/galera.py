@@ -342,7 +342,10 @@ class Galera(MariaDB):
         statements = self.function_sql()
         if LOCAL not in statements:
             super().install(editor)
+            self.install_ticks(editor)
             return
+        # The trigger's function follows the clock itself: no node keeps an event.
+        self.install_tick(lambda statement: editor.execute(statement, params=None))
         connection = editor.connection
         alias = connection.alias
         others = peers(connection) if not editor.collect_sql else []
@@ -388,6 +391,32 @@ class Galera(MariaDB):
                     peer.reason,
                     alias,
                 )
+        finally:
+            for peer in others:
+                peer.close()
+
+    def install_ticks(self, editor: BaseDatabaseSchemaEditor) -> None:
+        """The column default's event on this node and on every other node ``migrate`` can
+        reach, each the node's own, made with replication off: MariaDB runs a replicated
+        event on one node only, and each node may move only its own clock. A node it cannot
+        reach has none until ``migrate`` runs through it (W059 says so there)."""
+        if editor.collect_sql:
+            return
+        connection = editor.connection
+        others = peers(connection)
+        reached = [
+            (peer.name, peer.connection)
+            for peer in others
+            if peer.connection is not None and peer.name != peer.address
+        ]
+        try:
+            for node, target in [(self.node, connection), *reached]:
+                with target.cursor() as cursor:
+                    cursor.execute(LOCAL)
+                    try:
+                        self.install_tick(cursor.execute, node)
+                    finally:
+                        cursor.execute("SET SESSION wsrep_on = ON")
         finally:
             for peer in others:
                 peer.close()

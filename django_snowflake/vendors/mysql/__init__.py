@@ -100,18 +100,25 @@ class MariaDB(ServerDatabase):
         same, with a warning: the event is an addition to the heartbeats, and
         ``check --deploy`` says what its absence costs (W059)."""
         super().install(editor)
+        if self.node_name() is None:
+            self.install_tick(lambda statement: editor.execute(statement, params=None))
+
+    def install_tick(self, execute: Callable[[str], Any], node: str | None = None) -> None:
+        """:meth:`install`'s event, through ``execute`` (on Galera, node ``node``'s own)."""
         from ...conf import get_layout
 
         layout = get_layout()
-        ticks = self.node_name() is None and keys_setting() == KEYS_DEFAULT
+        ticks = keys_setting() == KEYS_DEFAULT
         statements = (
-            keys.tick_sql(layout, lead_units=lead_units(layout), hold_units=hold_units(layout))
+            keys.tick_sql(
+                layout, lead_units=lead_units(layout), hold_units=hold_units(layout), node=node
+            )
             if ticks
             else [keys.DROP_TICK_SQL]
         )
         try:
             for statement in statements:
-                editor.execute(statement, params=None)
+                execute(statement)
         except DatabaseError as exc:
             if exc.args[:1] not in [(code,) for code in keys.DENIED]:
                 raise
@@ -129,10 +136,8 @@ class MariaDB(ServerDatabase):
         paths = self.keys_paths()
         if paths is None or paths[0] != KEYS_DEFAULT:
             return None
-        if self.node_name() is not None:
-            return "galera"
         with self.connection.cursor() as cursor:
-            return keys.idle_clock(cursor)
+            return keys.idle_clock(cursor, self.node_name())
 
     def is_plain_bigint(self, row: tuple[str, ...]) -> bool:
         return row[0] == "bigint" and "auto_increment" not in row[1].lower()

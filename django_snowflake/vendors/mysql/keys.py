@@ -287,16 +287,23 @@ TICK_EVENT = f"{PREFIX}tick"
 #: How many moves a tick makes, evenly spread over its second: an event runs at most once a
 #: second, and a key drawn just before the next move lags the clock by the time since the last.
 MOVES_PER_TICK = 2
-#: What the event's comment says.
-TICK_COMMENT = "django_snowflake: moves the key clock while no process does (docs: Grants)"
+#: What the event's comment says (MariaDB keeps 64 characters of it).
+TICK_COMMENT = "django_snowflake's key clock"
 
 
-def tick_sql(layout: BitLayout, *, lead_units: int, hold_units: int) -> list[str]:
+def tick_sql(
+    layout: BitLayout, *, lead_units: int, hold_units: int, node: str | None = None
+) -> list[str]:
     """The statements (re)creating :data:`TICK_EVENT`: every second, :data:`MOVES_PER_TICK`
     times, what :func:`move_clock` does (a move, or the skip of a new incarnation under the
     same lock), on the server's own clock; nothing on a read-only server. A lock its run
-    holds is released when the run's thread ends, whatever stopped it."""
-    clock = KeyClock(None)
+    holds is released when the run's thread ends, whatever stopped it.
+
+    With ``node``, Galera node ``node``'s own event, run on it with replication off (MariaDB
+    runs an event on one node only): it moves that node's clock, and nothing on a node a
+    state transfer copied it to."""
+    clock = KeyClock(node)
+    mine = "" if node is None else " AND @@wsrep_node_name <=> " + _quoted(node)
     same = (
         f"EXISTS (SELECT 1 FROM {clock.table} WHERE id = 1 AND incarnation = {clock.incarnation})"
     )
@@ -304,7 +311,7 @@ def tick_sql(layout: BitLayout, *, lead_units: int, hold_units: int) -> list[str
     skip = _skip_target(clock, layout, lead_units=lead_units, hold_units=hold_units)
     body = f"""BEGIN
     DECLARE moves INT DEFAULT 0;
-    WHILE moves < {MOVES_PER_TICK} AND NOT @@read_only DO
+    WHILE moves < {MOVES_PER_TICK} AND NOT @@read_only{mine} DO
         IF moves > 0 THEN DO SLEEP({1 / MOVES_PER_TICK}); END IF;
         IF {same} THEN
             SET {SETVAL_VARIABLE} = {_move_target(layout)};
@@ -323,27 +330,40 @@ END"""
     return [
         f"DROP EVENT IF EXISTS {TICK_EVENT}",
         f"CREATE EVENT {TICK_EVENT} ON SCHEDULE EVERY 1 SECOND ON COMPLETION PRESERVE ENABLE "
-        f"COMMENT '{TICK_COMMENT}' DO {body}",
+        f"COMMENT {_quoted(tick_comment(node))} DO {body}",
     ]
+
+
+def tick_comment(node: str | None) -> str:
+    """What :data:`TICK_EVENT`'s comment says: a Galera node's names the node."""
+    return (TICK_COMMENT if node is None else f"{TICK_COMMENT} node={node}")[:64]
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 #: Off the column-default path (the trigger's function follows the clock itself).
 DROP_TICK_SQL = f"DROP EVENT IF EXISTS {TICK_EVENT}"
 
 
-def idle_clock(cursor: Any) -> str | None:
-    """Why the key clock would stop while no process runs: ``"off"`` (the server's event
-    scheduler), ``"missing"`` (no :data:`TICK_EVENT`: the role that ran ``migrate`` may not
-    create events), ``"disabled"`` (a replica's copy, as replication leaves it, on a promoted
-    server), ``"hidden"`` (this role may not see events); ``None`` when the event runs."""
+def idle_clock(cursor: Any, node: str | None = None) -> str | None:
+    """Why the key clock (of Galera node ``node``) would stop while no process runs:
+    ``"off"`` (the server's event scheduler), ``"missing"`` (no :data:`TICK_EVENT`: the role
+    that ran ``migrate`` may not create events; on Galera, ``migrate`` did not reach the node,
+    or a state transfer copied another node's), ``"disabled"`` (a replica's copy, as
+    replication leaves it, on a promoted server), ``"hidden"`` (this role may not see events);
+    ``None`` when the event runs."""
     cursor.execute(
-        "SELECT @@event_scheduler, (SELECT status FROM information_schema.EVENTS "
-        "WHERE event_schema = DATABASE() AND event_name = %s)",
+        "SELECT @@event_scheduler, status, event_comment FROM (SELECT 1) one LEFT JOIN "
+        "information_schema.EVENTS ON event_schema = DATABASE() AND event_name = %s",
         [TICK_EVENT],
     )
-    scheduler, status = cursor.fetchone()
+    scheduler, status, comment = cursor.fetchone()
     if str(scheduler).upper() != "ON":
         return "off"
+    if status is not None and comment != tick_comment(node):
+        return "missing"
     if status is None:
         # The catalog lists the events of schemas the role holds EVENT on.
         cursor.execute(
