@@ -40,13 +40,16 @@ CHECKS = (
     (check_worker_table, (checks.Tags.database,)),
     (check_standbys, (checks.Tags.database,)),
     (check_database_functions, (checks.Tags.database,)),
-    (check_database_clocks, (checks.Tags.database, DEPLOYMENT)),
+    (check_database_clocks, (checks.Tags.database,)),
     (check_auto_field_switch, (checks.Tags.models,)),
     (check_admin_mixin, (checks.Tags.admin,)),
     (check_generic_relations, (checks.Tags.models,)),
     (check_historical_records, (checks.Tags.models,)),
     (check_deployment, (DEPLOYMENT,)),
 )
+#: Database checks that run with ``check --deploy`` only (``--deploy --database``). Not tagged
+#: for deployment: Django 6 runs a check whose tag is asked for on every database.
+DEPLOY_DATABASE_CHECKS = frozenset({check_database_clocks})
 
 
 def claims_eagerly(argv: list[str]) -> bool:
@@ -73,16 +76,9 @@ class SnowflakeConfig(AppConfig):
         # Wiring only: what to check, how URLs read IDs, what happens at fork and exit, and
         # the settings judged once, for the generator to be built from.
         for check, tags in CHECKS:
-            # Deployment checks run with check --deploy only. One that reads the databases
-            # keeps the database tag alone: Django runs a check whose tag is asked for on every
-            # database (Django 6), but a database-tagged one only with check --database.
-            deploy = DEPLOYMENT in tags
-            kept = [
-                tag
-                for tag in tags
-                if not (deploy and checks.Tags.database in tags) or tag != DEPLOYMENT
-            ]
-            checks.register(check, *kept, deploy=deploy)
+            # Deployment checks run with check --deploy only.
+            deploy = DEPLOYMENT in tags or check in DEPLOY_DATABASE_CHECKS
+            checks.register(check, *tags, deploy=deploy)
         # ready() runs again when a test changes INSTALLED_APPS; Django 6 refuses to
         # register a converter twice.
         if "snowflake" not in get_converters():
