@@ -25,7 +25,10 @@ def child_exit_code(issue: Callable[[], int]) -> int:
     """Fork with libc's fork(), which runs none of os.register_at_fork's hooks; in the child,
     try to issue: 0 when refused with the fix named, 1 when it issued, 2 otherwise."""
     time.sleep(0.002)  # past the last ID's time unit: the child's first ID is not lock-free
-    pid = ctypes.CDLL(None).fork()
+    # PyDLL, not CDLL: CDLL lets go of the GIL around the call, and a thread of the parent
+    # (the heartbeat) that takes it then holds it in the child, which hangs before any of its
+    # Python runs, its alarm too (CI on ecf9a59: the parent waited pytest-timeout's 600 s).
+    pid = ctypes.PyDLL(None).fork()
     if pid == 0:
         # A child that hangs (a lock a thread of the parent held at the fork) dies in 20 s:
         # the test fails then, not at pytest-timeout's ten minutes.
