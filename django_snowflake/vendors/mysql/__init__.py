@@ -95,8 +95,8 @@ class MariaDB(ServerDatabase):
 
     def install(self, editor: BaseDatabaseSchemaEditor) -> None:
         """The path's statements, then the event that moves the column default's clock while
-        no process runs (:func:`.keys.tick_sql`; dropped off that path and on Galera, whose
-        nodes' clocks it cannot move). A role that may not create events migrates all the
+        no process runs (:func:`.keys.tick_sql`; dropped off that path; a Galera node's own,
+        made on each node, is :meth:`.Galera.install_ticks`). A role that may not create events migrates all the
         same, with a warning: the event is an addition to the heartbeats, and
         ``check --deploy`` says what its absence costs (W059)."""
         super().install(editor)
@@ -120,7 +120,7 @@ class MariaDB(ServerDatabase):
             for statement in statements:
                 execute(statement)
         except DatabaseError as exc:
-            if exc.args[:1] not in [(code,) for code in keys.DENIED]:
+            if not exc.args or exc.args[0] not in keys.DENIED:
                 raise
             if ticks:
                 logger.warning(
