@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -21,10 +22,30 @@ from typing import Any
 from .processes import reap
 
 
+def _ephemeral_ports() -> range:
+    """The ports the kernel hands out as the source of outgoing connections."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    except (OSError, ValueError):
+        return range(32768, 61000)
+    return range(low, high + 1)
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A loopback port free now, outside the kernel's ephemeral range: a port the kernel
+    picked would be free now but could be any outgoing connection's source port by the time
+    a server binds it (seen: a Galera node's group port taken by its peers' connection)."""
+    ephemeral = _ephemeral_ports()
+    while True:
+        port = random.randrange(10_000, 65_000)
+        if port in ephemeral:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def listening(port: int) -> bool:
