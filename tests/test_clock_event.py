@@ -12,6 +12,10 @@ database's event instead.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,13 +23,15 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.core import checks
+from django.core.management import call_command
 from django.db import connection
 
 from django_snowflake import decode, runtime
 from django_snowflake.conf import get_layout
-from django_snowflake.vendors import database
 from django_snowflake.vendors.base import hold_units, lead_units
 from django_snowflake.vendors.mysql import keys
+from harness import ROOT
+from harness.private_server import PrivateServer
 from tests.testapp.models import Customer
 
 pytestmark = [
@@ -136,16 +142,62 @@ def w059(*, database_alias: str = "default") -> list[str]:
     ]
 
 
-def test_check_deploy_says_when_the_event_does_not_run(ticking: None) -> None:
+def test_check_deploy_says_when_the_event_does_not_run_and_migrate_mends_it(
+    ticking: None,
+) -> None:
+    """Each hint says to run migrate, which has no migration to apply then: its post_migrate
+    makes the event again (on 5aff919 it did not, and the warning stayed)."""
     assert w059() == []
     with connection.cursor() as cursor:
         cursor.execute(f"ALTER EVENT {keys.TICK_EVENT} DISABLE")
         (disabled,) = w059()
         assert "is disabled on this server" in disabled and "ALTER EVENT" in disabled
+        call_command("migrate", verbosity=0)
+        assert w059() == []
         cursor.execute(f"DROP EVENT {keys.TICK_EVENT}")
         (missing,) = w059()
         assert "has no event django_snowflake_id_tick" in missing and "GRANT EVENT" in missing
-    # migrate installs it again.
-    with connection.schema_editor() as editor:
-        database(connection).install(editor)
+    call_command("migrate", verbosity=0)
     assert w059() == []
+
+
+def test_check_deploy_says_when_the_servers_scheduler_is_off() -> None:
+    """W059's "off", on a server of its own (the suite keeps the shared server's scheduler
+    on): migrate makes the event, which never runs, and check --deploy says so and how to
+    turn it on; once it is on, nothing."""
+    server = PrivateServer("mariadb")
+    try:
+        server.start("--skip-log-bin", "--event-scheduler=OFF")
+        server.create_database("snow")
+
+        def run(*args: str) -> subprocess.CompletedProcess[str]:
+            env = {
+                **os.environ,
+                "DJANGO_SETTINGS_MODULE": "tests.settings",
+                "SNOWFLAKE_TEST_DB": "mariadb",
+                "SNOWFLAKE_TEST_DB_HOST": "127.0.0.1",
+                "SNOWFLAKE_TEST_DB_PORT": str(server.port),
+                "SNOWFLAKE_TEST_DB_USER": "root",
+                "SNOWFLAKE_TEST_DB_PASSWORD": "",
+                "SNOWFLAKE_TEST_DB_NAME": "snow",
+                "SNOWFLAKE_TEST_SETTINGS": json.dumps(settings.SNOWFLAKE),
+                "PYTHONPATH": str(ROOT),
+            }
+            command = [sys.executable, "-m", "django", *args]
+            return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+
+        migrated = run("migrate", "--verbosity=0")
+        assert migrated.returncode == 0, migrated.stderr
+        checked = run("check", "--deploy", "--database", "default")
+        (off,) = [line for line in checked.stderr.splitlines() if "django_snowflake.W059" in line]
+        assert "the server's event scheduler is off" in off, off
+        assert "SET GLOBAL event_scheduler = ON" in checked.stderr
+        subprocess.run(
+            ["mariadb", "-h127.0.0.1", f"-P{server.port}", "-uroot", "-e",
+             "SET GLOBAL event_scheduler = ON"],
+            check=True,
+        )  # fmt: skip
+        checked = run("check", "--deploy", "--database", "default")
+        assert "W059" not in checked.stderr, checked.stderr
+    finally:
+        server.close()

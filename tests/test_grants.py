@@ -98,16 +98,21 @@ def table_by_table() -> list[str]:
 
 
 def run_as(
-    name: str, *args: str, database: str = "", snowflake: dict[str, Any] | None = None
+    name: str,
+    *args: str,
+    database: str = "",
+    snowflake: dict[str, Any] | None = None,
+    password: str = "pw",
 ) -> subprocess.CompletedProcess[str]:
-    """``python *args`` on the test database (or ``database``) as role ``name``, with the
-    suite's ``SNOWFLAKE`` (or ``snowflake``)."""
+    """``python *args`` on the test database (or ``database``) as role ``name`` (a role of
+    :func:`role`; the suite's own user with its ``password``), with the suite's ``SNOWFLAKE``
+    (or ``snowflake``)."""
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "tests.settings",
         "SNOWFLAKE_TEST_DB": VENDOR,
         "SNOWFLAKE_TEST_DB_USER": name,
-        "SNOWFLAKE_TEST_DB_PASSWORD": "pw",
+        "SNOWFLAKE_TEST_DB_PASSWORD": password,
         "SNOWFLAKE_TEST_DB_NAME": database or connection.settings_dict["NAME"],
         "SNOWFLAKE_TEST_SETTINGS": json.dumps(snowflake or settings.SNOWFLAKE),
         "PYTHONPATH": str(ROOT),
@@ -175,6 +180,77 @@ def test_with_the_documented_grants_the_app_moves_the_clock_and_raw_keys_follow_
     assert checked.returncode == 0, checked.stderr
     # The heartbeat moves the clock each second; a raw key right after a move is at it.
     assert abs(raw_key_lag_ms(app, move=True)) < 1000
+
+
+@pytest.mark.skipif(TRIGGER, reason="the column default's event")
+@MARIADB
+def test_check_deploy_as_the_app_says_it_cannot_see_the_event(role: Role) -> None:
+    """W059's "hidden": the app's documented grants hold no EVENT, so the catalogue lists no
+    event to it. It says so and sends the reader to the role that runs migrate, never "the
+    database has no event", which would send a DBA to grant what the app need not hold."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SET GLOBAL event_scheduler = ON"
+        )  # the suite leaves it on (test_clock_event)
+    app = role(*table_by_table(), *HEARTBEAT_GRANTS)
+    checked = run_as(app, "-m", "django", "check", "--deploy", "--database", "default")
+    assert checked.returncode == 0, checked.stderr
+    (w059,) = [line for line in checked.stderr.splitlines() if "django_snowflake.W059" in line]
+    assert "this role may not see the database's events" in w059, w059
+    assert "has no event" not in checked.stderr
+    assert "as the role that runs migrate" in checked.stderr
+    # The suite's own user, which ran migrate, sees the event running: no W059.
+    owner = run_as(
+        connection.settings_dict["USER"],
+        *("-m", "django", "check", "--deploy", "--database", "default"),
+        password=connection.settings_dict["PASSWORD"],
+    )
+    assert owner.returncode == 0 and "W059" not in owner.stderr, owner.stderr
+
+
+@pytest.fixture
+def empty_database() -> Iterator[str]:
+    """A database of its own on the test server, dropped after."""
+    name = f"{connection.settings_dict['NAME']}_owner"
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE `{name}`")
+    yield name
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.mark.skipif(TRIGGER, reason="the column default's event")
+@MARIADB
+def test_an_owner_without_event_migrates_with_a_warning_and_check_deploy_names_the_grant(
+    role: Role, empty_database: str
+) -> None:
+    """docs/grants.rst: the role that runs migrate needs EVENT for the clock without processes.
+    Without it migrate succeeds (the event adds to the heartbeats), warns once, naming the
+    GRANT; check --deploy then says the database has no event and which GRANT to run; with
+    the grant, migrate makes the event and the warning is gone."""
+    owner = role(
+        f"GRANT ALL PRIVILEGES ON `{empty_database}`.* TO {{role}}",
+        f"REVOKE EVENT ON `{empty_database}`.* FROM {{role}}",
+    )
+    migrated = run_as(owner, "-m", "django", "migrate", database=empty_database)
+    assert migrated.returncode == 0, migrated.stderr
+    warnings = [line for line in migrated.stderr.splitlines() if "django_snowflake_id_tick" in line]
+    assert len(warnings) == 1, migrated.stderr
+    assert "may not create the event" in warnings[0] and "GRANT EVENT" in warnings[0]
+
+    suite_user = connection.settings_dict["USER"], connection.settings_dict["PASSWORD"]
+    deploy = ("-m", "django", "check", "--deploy", "--database", "default")
+    checked = run_as(suite_user[0], *deploy, database=empty_database, password=suite_user[1])
+    (w059,) = [line for line in checked.stderr.splitlines() if "django_snowflake.W059" in line]
+    assert "has no event django_snowflake_id_tick" in w059, w059
+    assert "GRANT EVENT ON the database TO the role that runs migrate" in checked.stderr
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"GRANT EVENT ON `{empty_database}`.* TO '{owner}'@'%'")
+    again = run_as(owner, "-m", "django", "migrate", database=empty_database)
+    assert again.returncode == 0 and "django_snowflake_id_tick" not in again.stderr, again.stderr
+    checked = run_as(suite_user[0], *deploy, database=empty_database, password=suite_user[1])
+    assert "W059" not in checked.stderr, checked.stderr
 
 
 @MARIADB

@@ -395,6 +395,11 @@ class Galera(MariaDB):
             for peer in others:
                 peer.close()
 
+    def repair(self, editor: BaseDatabaseSchemaEditor) -> None:
+        """The nodes' own events (:meth:`install_ticks`): a replicated one would run on one
+        node only."""
+        self.install_ticks(editor)
+
     def install_ticks(self, editor: BaseDatabaseSchemaEditor) -> None:
         """The column default's event on this node and on every other node ``migrate`` can
         reach, each the node's own, made with replication off: MariaDB runs a replicated
