@@ -12,6 +12,7 @@ database's event instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -85,11 +86,11 @@ def test_raw_keys_follow_the_clock_after_10_s_with_no_process(ticking: None) -> 
     assert max(lags) < 1000 / keys.MOVES_PER_TICK + 250 and min(lags) > -50, lags
 
 
-@pytest.fixture
-def scratch() -> Iterator[Any]:
-    """A database of its own with the column default's clock and event, as migrate installs
-    them, dropped after: a skip leaves a sequence a minute ahead, which no other test wants."""
-    name = f"{connection.settings_dict['NAME']}_tick"
+@contextlib.contextmanager
+def scratch_database(suffix: str, slot: tuple[int, int]) -> Iterator[Any]:
+    """A database of its own with the column default's clock under ``slot`` and its event, as
+    migrate installs them, and a keyed table ``t``; a cursor in it, dropped after."""
+    name = f"{connection.settings_dict['NAME']}_{suffix}"
     layout = get_layout()
     with connection.cursor() as cursor:
         cursor.execute(f"CREATE DATABASE `{name}`")
@@ -98,12 +99,12 @@ def scratch() -> Iterator[Any]:
             statements = [
                 *keys.key_sql(
                     layout,
-                    (1, 0),
+                    slot,
                     lead_units=lead_units(layout),
                     comment="scratch",
                     refusal="scratch",
                 ),
-                f"CREATE TABLE t (id BIGINT PRIMARY KEY DEFAULT ({keys.key_expression(layout, (1, 0))}), "
+                f"CREATE TABLE t (id BIGINT PRIMARY KEY DEFAULT ({keys.key_expression(layout, slot)}), "
                 "v INT)",
                 *keys.tick_sql(
                     layout, lead_units=lead_units(layout), hold_units=hold_units(layout)
@@ -115,6 +116,14 @@ def scratch() -> Iterator[Any]:
         finally:
             cursor.execute(f"DROP DATABASE `{name}`")
             cursor.execute(f"USE `{connection.settings_dict['NAME']}`")
+
+
+@pytest.fixture
+def scratch() -> Iterator[Any]:
+    """A scratch database (:func:`scratch_database`): a skip leaves a sequence a minute ahead,
+    which no other test wants."""
+    with scratch_database("tick", (1, 0)) as cursor:
+        yield cursor
 
 
 def test_the_event_skips_a_new_incarnation_with_no_process(ticking: None, scratch: Any) -> None:
@@ -132,6 +141,40 @@ def test_the_event_skips_a_new_incarnation_with_no_process(ticking: None, scratc
     lead_ms = decode(key).timestamp.timestamp() * 1000 - float(now)
     hold_ms = hold_units(layout) * layout.time_unit_ms
     assert lead_ms > hold_ms, (lead_ms, hold_ms)
+
+
+def test_two_databases_of_one_id_space_keep_their_clocks_apart_with_no_process(
+    ticking: None,
+) -> None:
+    """Two databases of one ID space (their own slots), each with its own event and no
+    process: raw keys from both interleaved are unique, each under its database's slot, and
+    each within a second of the server's clock."""
+    with scratch_database("one", (1, 0)), scratch_database("two", (2, 0)) as two:
+        # One connection, whose database the second USE chose: each INSERT names its own.
+        base = connection.settings_dict["NAME"]
+        names = {1: f"{base}_one", 2: f"{base}_two"}
+        cursor = two
+        time.sleep(3)  # nothing but the events moves either clock
+        lags = []
+        for row in range(400):
+            slot = 1 + row % 2
+            cursor.execute(f"INSERT INTO `{names[slot]}`.t (v) VALUES ({slot})")
+            if row % 50 < 2:
+                cursor.execute(
+                    f"SELECT MAX(id), UNIX_TIMESTAMP(SYSDATE(3)) * 1000 FROM `{names[slot]}`.t"
+                )
+                key, now = cursor.fetchone()
+                lags.append(float(now) - decode(key).timestamp.timestamp() * 1000)
+        cursor.execute(
+            f"SELECT id, v FROM `{names[1]}`.t UNION ALL SELECT id, v FROM `{names[2]}`.t"
+        )
+        rows = cursor.fetchall()
+        cursor.execute(f"USE `{connection.settings_dict['NAME']}`")
+    ids = [key for key, _ in rows]
+    assert len(ids) == 400 and len(set(ids)) == 400
+    assert all(decode(key).worker_id == slot for key, slot in rows)
+    print("lags (ms):", sorted(lags))
+    assert all(-50 < lag < 1000 for lag in lags), lags
 
 
 def w059(*, database_alias: str = "default") -> list[str]:
