@@ -87,14 +87,27 @@ def test_lease_renewed_by_the_heartbeat(
 def test_lease_lost_when_the_slot_is_taken_over(
     database_generator: Callable[..., SnowflakeGenerator],
 ) -> None:
+    """The signal says no ID is issued under the lost lease any more: so it is when a receiver
+    runs (on 5aff919 the heartbeat sent it before it revoked the lease, and a test reading the
+    lease right after the signal failed in CI)."""
     generator = database_generator(LEASE_SECONDS=3)
     generate()
     worker_id = generator.worker_id
+    held_when_sent = []
+
+    def read_the_lease(**kwargs: Any) -> None:
+        held_when_sent.append(generator.lease)
+
     with heard(signals.lease_lost) as losses:
-        # Another process's claim: the row carries its token now.
-        WorkerNode.objects.filter(worker_id=worker_id).update(token="another-process")
-        wait_until(lambda: losses)
+        signals.lease_lost.connect(read_the_lease)
+        try:
+            # Another process's claim: the row carries its token now.
+            WorkerNode.objects.filter(worker_id=worker_id).update(token="another-process")
+            wait_until(lambda: losses)
+        finally:
+            signals.lease_lost.disconnect(read_the_lease)
     assert losses[0]["worker_id"] == worker_id
+    assert held_when_sent == [None]
     assert generator.lease is None
 
 

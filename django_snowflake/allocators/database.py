@@ -166,6 +166,7 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
         self._lease: Lease | None = None
         #: The slot of the last lease this process lost, until it holds another.
         self._lost_worker_id: int | None = None
+        self._unsignalled_loss: int | None = None  # lease_lost to send (_signal_loss)
         #: When (time.monotonic()) the database last granted or extended a lease to us.
         self._renewed_at: float | None = None
         self._generator: weakref.ref[SnowflakeGenerator] | None = None
@@ -219,6 +220,8 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
             raise WorkerLeaseLost(
                 WorkerLeaseLost.DATABASE_BLOCKED, database=self.alias, error=exc
             ) from exc
+        finally:
+            self._signal_loss()
         self.claim_seconds = time.perf_counter() - started
         if self._token != token:  # a slot claimed, not the lease held renewed
             signals.lease_claimed.send(type(self), worker_id=lease.worker_id, datacenter_id=lease.datacenter_id, database=self.alias, seconds=self.claim_seconds)  # fmt: skip
@@ -629,12 +632,18 @@ class DatabaseAllocator(FailoverHold, Heartbeat, BaseAllocator):
 
     def _forget(self, lease: Lease) -> None:
         with self._state:
-            lost = self._lease is lease
-            if lost:
+            if self._lease is lease:
                 self._pk = self._token = self._lease = None
-                self._lost_worker_id = lease.worker_id
-        if lost:
-            signals.lease_lost.send(type(self), worker_id=lease.worker_id, database=self.alias)
+                self._lost_worker_id = self._unsignalled_loss = lease.worker_id
+
+    def _signal_loss(self) -> None:
+        """``lease_lost``, once the generator issues no more IDs under the lost lease: the
+        heartbeat sends it after revoking the lease, a claim after it ends (the generator
+        issues nothing while it waits for one)."""
+        with self._state:
+            worker_id, self._unsignalled_loss = self._unsignalled_loss, None
+        if worker_id is not None:
+            signals.lease_lost.send(type(self), worker_id=worker_id, database=self.alias)
 
     def _release(self, high: int) -> None:
         pk = self._pk

@@ -47,6 +47,10 @@ class Heartbeat:
     def _renew(self, generator: SnowflakeGenerator, lease: Lease) -> int | None:
         raise NotImplementedError
 
+    def _signal_loss(self) -> None:
+        """Send ``lease_lost`` for the lease :meth:`_renew` found lost."""
+        raise NotImplementedError
+
     def _start_heartbeat(self) -> None:
         if self._heartbeat is not None and self._heartbeat.is_alive():
             return
@@ -101,6 +105,7 @@ class Heartbeat:
             if limit is None:
                 logger.warning("Worker lease of slot %s was lost", lease.worker_id)
                 generator.revoke(lease)
+                self._signal_loss()  # after the revoke: the signal says no ID is issued under it
                 return
             generator.extend(lease, limit)
             signals.lease_renewed.send(type(self), worker_id=lease.worker_id, database=self.alias, seconds_left=generator.lease_seconds_left(), late=failures > 0, failures=failures)  # fmt: skip
