@@ -16,8 +16,10 @@ say what Galera costs, not what the package costs on one server.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from harness import galera
@@ -32,22 +34,46 @@ TURN_SECONDS = 4.0
 AUTO = "bench_auto"
 
 
-def _rate(ports: list[int], database: str, table: str, given: bool) -> float:
-    """Rows/s of one-row INSERTs from ``CONNECTIONS`` connections per node for a turn."""
+@contextlib.contextmanager
+def node_connections(
+    ports: list[int], database: str, *, per_node: int = CONNECTIONS, session: str = ""
+) -> Iterator[list[Any]]:
+    """``per_node`` autocommit connections to each node (by its port), each having run
+    ``session`` first if given; closed after the block."""
     import MySQLdb
 
-    connections = [
+    opened = [
         MySQLdb.connect(
             host="127.0.0.1", port=port, user="root", database=database, autocommit=True
         )
         for port in ports
-        for _ in range(CONNECTIONS)
+        for _ in range(per_node)
     ]
     try:
-        return insert_rate(connections, table, TURN_SECONDS, column="label", given=given)
+        for connection in opened if session else []:
+            connection.cursor().execute(session)
+        yield opened
     finally:
-        for connection in connections:
+        for connection in opened:
             connection.close()
+
+
+def probe_start(
+    cluster: galera.Galera, name: str, doc: str, rounds: int, turn_seconds: float
+) -> tuple[list[int], str, ProbeRecord]:
+    """A probe's nodes (their ports), the server's version and the probe's record."""
+    ports = [node.port for node in cluster.nodes]
+    server = cluster.nodes[0].sql("SELECT VERSION()").strip()
+    record = ProbeRecord(
+        name, doc, connections_per_node=CONNECTIONS, turn_seconds=turn_seconds, rounds=rounds
+    )
+    return ports, server, record
+
+
+def _rate(ports: list[int], database: str, table: str, given: bool) -> float:
+    """Rows/s of one-row INSERTs from ``CONNECTIONS`` connections per node for a turn."""
+    with node_connections(ports, database) as connections:
+        return insert_rate(connections, table, TURN_SECONDS, column="label", given=given)
 
 
 def _install(path: str) -> str:
@@ -94,15 +120,7 @@ def main() -> None:
 
         BENCH_DIR.mkdir(parents=True, exist_ok=True)  # the WorkerNode table's SQLite file
         call_command("migrate", database="default", verbosity=0)
-        ports = [node.port for node in cluster.nodes]
-        server = first.sql("SELECT VERSION()").strip()
-        record = ProbeRecord(
-            "galera",
-            __doc__,
-            connections_per_node=CONNECTIONS,
-            turn_seconds=TURN_SECONDS,
-            rounds=ROUNDS,
-        )
+        ports, server, record = probe_start(cluster, "galera", __doc__, ROUNDS, TURN_SECONDS)
         results: dict[str, Any] = {}
         for path, mode in itertools.product(PATHS, MODES):
             table = _install(path)
