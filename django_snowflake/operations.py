@@ -137,7 +137,7 @@ def reinstall_after_migrate(using: str, **kwargs: Any) -> None:
     # A test's available_apps may leave the package out of the registry it migrates.
     if not keys.has_server_function or not apps.is_installed("django_snowflake"):
         return
-    # The repair of W052 and W053, whose hint says to migrate (with nothing to apply).
+    # The repair of W052, W053 and W059, whose hints say to migrate (with nothing to apply).
     if keys.needs_repair():
         with connection.schema_editor() as editor:
             keys.repair(editor)

@@ -128,13 +128,14 @@ class Database:
         raise self.not_supported("Switching the path of keys")
 
     def needs_repair(self) -> bool:
-        """Whether the database holds functions an earlier version left that
-        :meth:`repair` removes (PostgreSQL: copies outside ``FUNCTION_SCHEMA``)."""
+        """Whether the database holds what ``migrate`` mends with no migration to apply
+        (:meth:`repair`): functions an earlier version left (PostgreSQL: copies outside
+        ``FUNCTION_SCHEMA``), MariaDB's event missing or disabled (W059)."""
         return False
 
     def repair(self, editor: BaseDatabaseSchemaEditor) -> None:
-        """Leave the database one function, every key above every copy's; nothing where
-        :meth:`needs_repair` is ``False``."""
+        """Mend what :meth:`needs_repair` found (PostgreSQL: leave one function, every key
+        above every copy's); nothing where it is ``False``."""
 
     def function_copies(self) -> list[tuple[str, bool]]:
         """Every ``django_snowflake_id()`` of the database: ``(schema, pins its
