@@ -34,9 +34,11 @@ def _ephemeral_ports() -> range:
 def free_port() -> int:
     """A loopback port free now, outside the kernel's ephemeral range: a port the kernel
     picked would be free now but could be any outgoing connection's source port by the time
-    a server binds it (seen: a Galera node's group port taken by its peers' connection)."""
+    a server binds it (seen: a Galera node's group port taken by its peers' connection).
+    Where that range leaves no room (a machine that gives it nearly every port), the kernel's
+    pick."""
     ephemeral = _ephemeral_ports()
-    while True:
+    for _ in range(500):
         port = random.randrange(10_000, 65_000)
         if port in ephemeral:
             continue
@@ -46,6 +48,9 @@ def free_port() -> int:
             except OSError:
                 continue
             return port
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def listening(port: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import private_server
 from harness.child import write_ids
 from harness.private_server import PrivateServer
 from harness.processes import Lines, expect_line, read_ids, reap
@@ -77,3 +79,16 @@ def test_a_private_mariadb_leaves_other_servers_temporary_tables_alone() -> None
         assert other.exists()
     finally:
         other.unlink(missing_ok=True)
+
+
+def test_free_port_is_outside_the_ephemeral_range_and_falls_back_when_there_is_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A port outside the range the kernel gives outgoing connections; where that range takes
+    every port, the kernel's pick rather than a search that never ends."""
+    ephemeral = private_server._ephemeral_ports()
+    assert all(private_server.free_port() not in ephemeral for _ in range(20))
+    monkeypatch.setattr(private_server, "_ephemeral_ports", lambda: range(1, 65_536))
+    port = private_server.free_port()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))
